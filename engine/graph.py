@@ -1,0 +1,189 @@
+"""Builds the model's ONNX graph from a dict of weights, for either attention layout.
+
+This is the one definition of the inference graph. `oneply export` feeds it a trained PyTorch
+checkpoint's weights; `oneply bench` feeds it the weights read back from a shipped `shared`
+model to get the `per_move` baseline for the very same weights. It mirrors
+training/model.py operation by operation (tests check parity to 1e-4).
+
+Weights use the PyTorch parameter names; Linear weights are stored transposed ([in, out]) so
+they feed MatMul directly. Graph contract:
+
+* input ``state``: int64 [B, 77] state tokens;
+* input ``moves``: int64 [B, N] move ids, padding marked by -1 (any negative id);
+* output ``log_probs``: float32 [B, N, K]; rows of padded slots are meaningless.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+from engine.tokenizer import STATE_LENGTH
+
+OPSET = 17
+PREFIX = STATE_LENGTH + 1
+LAYOUTS = ("shared", "per_move")
+
+
+class _Graph:
+    """Tiny helper that names intermediate values and collects nodes and initializers."""
+
+    def __init__(self, weights: Mapping[str, np.ndarray]):
+        self.nodes: list[onnx.NodeProto] = []
+        self.initializers = [
+            numpy_helper.from_array(np.asarray(w, dtype=np.float32), name)
+            for name, w in weights.items()
+        ]
+        self._count = 0
+
+    def op(self, op_type: str, *inputs: str, outputs: int = 1, **attrs) -> str | list[str]:
+        names = [f"{op_type.lower()}_{self._count}_{i}" for i in range(outputs)]
+        self._count += 1
+        self.nodes.append(helper.make_node(op_type, list(inputs), names, **attrs))
+        return names[0] if outputs == 1 else names
+
+    def const(self, value, dtype=np.int64) -> str:
+        name = f"const_{self._count}"
+        self._count += 1
+        self.initializers.append(numpy_helper.from_array(np.asarray(value, dtype=dtype), name))
+        return name
+
+
+class _Builder:
+    def __init__(self, weights: Mapping[str, np.ndarray], heads: int, num_layers: int):
+        self.g = _Graph(weights)
+        self.heads = heads
+        self.layers = num_layers
+        self.width = int(weights["bos"].shape[0])
+        self.head_dim = self.width // heads
+        self.scale = self.g.const(1.0 / math.sqrt(self.head_dim), np.float32)
+
+    def layer_norm(self, x: str, name: str) -> str:
+        return self.g.op("LayerNormalization", x, f"{name}.weight", f"{name}.bias", epsilon=1e-5)
+
+    def split_heads(self, x: str, prefix: str) -> list[str]:
+        """[B, T, D] normalised input → q, k, v as [B, H, T, Dh]."""
+        qkv = self.g.op("MatMul", x, f"{prefix}.qkv.weight")
+        shape = self.g.const([0, 0, self.heads, self.head_dim])
+        parts = self.g.op("Split", qkv, self.g.const([self.width] * 3), axis=-1, outputs=3)
+        return [
+            self.g.op("Transpose", self.g.op("Reshape", p, shape), perm=[0, 2, 1, 3]) for p in parts
+        ]
+
+    def merge_heads(self, x: str, prefix: str) -> str:
+        merged = self.g.op("Reshape", self.g.op("Transpose", x, perm=[0, 2, 1, 3]), self.g.const([0, 0, -1]))
+        return self.g.op("MatMul", merged, f"{prefix}.proj.weight")
+
+    def attend(self, q: str, k: str, v: str) -> str:
+        kt = self.g.op("Transpose", k, perm=[0, 1, 3, 2])
+        scores = self.g.op("Mul", self.g.op("MatMul", q, kt), self.scale)
+        return self.g.op("MatMul", self.g.op("Softmax", scores, axis=-1), v)
+
+    def mlp(self, x: str, prefix: str) -> str:
+        h = self.g.op("MatMul", self.layer_norm(x, f"{prefix}.ln2"), f"{prefix}.mlp.w13.weight")
+        hidden = self.g.const([self.width * 4] * 2)
+        gate, up = self.g.op("Split", h, hidden, axis=-1, outputs=2)
+        silu = self.g.op("Mul", gate, self.g.op("Sigmoid", gate))
+        out = self.g.op("MatMul", self.g.op("Mul", silu, up), f"{prefix}.mlp.w2.weight")
+        return self.g.op("Add", x, out)
+
+    def embed_state(self, state: str) -> str:
+        """[B, 77] → [B, 78, D]: BOS + state embeddings + positions 0..77."""
+        g = self.g
+        tokens = g.op("Gather", "state_embed.weight", state)
+        batch = g.op("Slice", g.op("Shape", state), g.const([0]), g.const([1]))
+        bos_shape = g.op("Concat", batch, g.const([1, self.width]), axis=0)
+        bos = g.op("Expand", g.op("Reshape", "bos", g.const([1, 1, self.width])), bos_shape)
+        positions = g.op("Slice", "pos_embed", g.const([0]), g.const([PREFIX]), g.const([0]))
+        return g.op("Add", g.op("Concat", bos, tokens, axis=1), positions)
+
+    def embed_moves(self, moves: str) -> str:
+        """[..., N] ids → [..., N, D] embeddings at position 78; negative ids act as id 0."""
+        g = self.g
+        ids = g.op("Max", moves, g.const(0))
+        position = g.op("Gather", "pos_embed", g.const(PREFIX), axis=0)
+        return g.op("Add", g.op("Gather", "move_embed.weight", ids), position)
+
+    def head(self, x: str) -> str:
+        logits = self.g.op("MatMul", self.layer_norm(x, "final_ln"), "head.weight")
+        return self.g.op("LogSoftmax", self.g.op("Add", logits, "head.bias"), axis=-1)
+
+    def shared(self, state: str, moves: str) -> str:
+        g = self.g
+        xs, xm = self.embed_state(state), self.embed_moves(moves)
+        for i in range(self.layers):
+            p = f"blocks.{i}"
+            qs, ks, vs = self.split_heads(self.layer_norm(xs, f"{p}.ln1"), p)
+            qm, km, vm = self.split_heads(self.layer_norm(xm, f"{p}.ln1"), p)
+            state_out = self.attend(qs, ks, vs)
+            to_state = g.op("MatMul", qm, g.op("Transpose", ks, perm=[0, 1, 3, 2]))
+            to_self = g.op("ReduceSum", g.op("Mul", qm, km), g.const([-1]), keepdims=1)
+            scores = g.op("Mul", g.op("Concat", to_state, to_self, axis=-1), self.scale)
+            weights = g.op("Softmax", scores, axis=-1)
+            w_state = g.op("Slice", weights, g.const([0]), g.const([PREFIX]), g.const([-1]))
+            w_self = g.op("Slice", weights, g.const([PREFIX]), g.const([PREFIX + 1]), g.const([-1]))
+            move_out = g.op("Add", g.op("MatMul", w_state, vs), g.op("Mul", w_self, vm))
+            xs = self.mlp(g.op("Add", xs, self.merge_heads(state_out, p)), p)
+            xm = self.mlp(g.op("Add", xm, self.merge_heads(move_out, p)), p)
+        return self.head(xm)
+
+    def per_move(self, state: str, moves: str) -> str:
+        g = self.g
+        moves_shape = g.op("Shape", moves)  # [B, N]
+        xs = self.embed_state(state)  # [B, 78, D]
+        tiled_shape = g.op("Concat", moves_shape, g.const([PREFIX, self.width]), axis=0)
+        xs = g.op("Expand", g.op("Unsqueeze", xs, g.const([1])), tiled_shape)
+        xs = g.op("Reshape", xs, g.const([-1, PREFIX, self.width]))
+        xm = g.op("Reshape", self.embed_moves(moves), g.const([-1, 1, self.width]))
+        x = g.op("Concat", xs, xm, axis=1)  # [B·N, 79, D]
+        for i in range(self.layers):
+            p = f"blocks.{i}"
+            q, k, v = self.split_heads(self.layer_norm(x, f"{p}.ln1"), p)
+            x = self.mlp(g.op("Add", x, self.merge_heads(self.attend(q, k, v), p)), p)
+        last = g.op("Gather", x, g.const(PREFIX), axis=1)  # [B·N, D]
+        out_shape = g.op("Concat", moves_shape, g.const([-1]), axis=0)
+        return g.op("Reshape", self.head(last), out_shape)
+
+
+def build_model(
+    weights: Mapping[str, np.ndarray],
+    layout: str,
+    heads: int,
+    num_layers: int,
+    metadata: Mapping[str, str] | None = None,
+) -> onnx.ModelProto:
+    """The ONNX model for `layout` ('shared' or 'per_move') with the given weights."""
+    if layout not in LAYOUTS:
+        raise ValueError(f"unknown layout {layout!r}; expected one of {LAYOUTS}")
+    builder = _Builder(weights, heads, num_layers)
+    output = getattr(builder, layout)("state", "moves")
+    num_bins = int(weights["head.bias"].shape[0])
+    graph = helper.make_graph(
+        builder.g.nodes,
+        f"oneply_{layout}",
+        [
+            helper.make_tensor_value_info("state", TensorProto.INT64, ["batch", STATE_LENGTH]),
+            helper.make_tensor_value_info("moves", TensorProto.INT64, ["batch", "moves"]),
+        ],
+        [helper.make_tensor_value_info("log_probs", TensorProto.FLOAT, ["batch", "moves", num_bins])],
+        builder.g.initializers,
+    )
+    graph.node[-1].output[0] = "log_probs"
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)])
+    model.ir_version = 8
+    helper.set_model_props(model, dict(metadata or {}))
+    onnx.checker.check_model(model)
+    return model
+
+
+def weights_of(model: onnx.ModelProto) -> dict[str, np.ndarray]:
+    """The named weights of a model built by build_model (graph constants left out)."""
+    return {
+        init.name: numpy_helper.to_array(init)
+        for init in model.graph.initializer
+        if not init.name.startswith("const_")
+    }

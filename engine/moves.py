@@ -1,0 +1,59 @@
+"""The 1968-move action vocabulary (REFERENCE.md §2). Its order is part of the model format.
+
+1. For each from-square a1..h8: the squares a queen there attacks on an empty board
+   (ascending), then the squares a knight attacks (ascending). Castling is the king's
+   two-square move, so it is in this part. 1792 moves.
+2. 176 promotions: rank 2→1 then 7→8; per file the push, the capture to the left, the capture
+   to the right; each with q, r, b, n.
+"""
+
+from __future__ import annotations
+
+import chess
+import numpy as np
+
+
+def _build_vocabulary() -> list[str]:
+    moves: list[str] = []
+    for square in chess.SQUARES:
+        queen = chess.SquareSet(chess.BB_RANK_ATTACKS[square][0])
+        queen |= chess.SquareSet(chess.BB_FILE_ATTACKS[square][0])
+        queen |= chess.SquareSet(chess.BB_DIAG_ATTACKS[square][0])
+        knight = chess.SquareSet(chess.BB_KNIGHT_ATTACKS[square])
+        for targets in (queen, knight):
+            moves += [chess.square_name(square) + chess.square_name(t) for t in sorted(targets)]
+    for from_rank, to_rank in (("2", "1"), ("7", "8")):
+        for index, file in enumerate("abcdefgh"):
+            targets = [file]
+            if index > 0:
+                targets.append("abcdefgh"[index - 1])
+            if index < 7:
+                targets.append("abcdefgh"[index + 1])
+            for target in targets:
+                moves += [file + from_rank + target + to_rank + piece for piece in "qrbn"]
+    return moves
+
+
+MOVES: tuple[str, ...] = tuple(_build_vocabulary())
+MOVE_INDEX: dict[str, int] = {uci: i for i, uci in enumerate(MOVES)}
+NUM_MOVES = len(MOVES)  # 1968
+MAX_LEGAL_MOVES = 218  # the most legal moves any chess position has
+
+
+def move_id(move: chess.Move | str) -> int:
+    """Vocabulary index of a move in standard (non-960) UCI notation."""
+    uci = move if isinstance(move, str) else move.uci()
+    try:
+        return MOVE_INDEX[uci]
+    except KeyError:
+        raise ValueError(f"move {uci!r} is not in the action vocabulary") from None
+
+
+def legal_moves(board: chess.Board) -> list[chess.Move]:
+    """The legal moves of a position, in python-chess generation order."""
+    return list(board.legal_moves)
+
+
+def legal_move_ids(board: chess.Board) -> np.ndarray:
+    """Vocabulary ids of a position's legal moves, in the order of legal_moves(board)."""
+    return np.fromiter((MOVE_INDEX[m.uci()] for m in board.legal_moves), np.int64)
