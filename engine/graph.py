@@ -16,7 +16,9 @@ they feed MatMul directly. Graph contract:
 from __future__ import annotations
 
 import math
+import tempfile
 from collections.abc import Mapping
+from pathlib import Path
 
 import numpy as np
 import onnx
@@ -75,7 +77,9 @@ class _Builder:
         ]
 
     def merge_heads(self, x: str, prefix: str) -> str:
-        merged = self.g.op("Reshape", self.g.op("Transpose", x, perm=[0, 2, 1, 3]), self.g.const([0, 0, -1]))
+        merged = self.g.op(
+            "Reshape", self.g.op("Transpose", x, perm=[0, 2, 1, 3]), self.g.const([0, 0, -1])
+        )
         return self.g.op("MatMul", merged, f"{prefix}.proj.weight")
 
     def attend(self, q: str, k: str, v: str) -> str:
@@ -161,6 +165,7 @@ def build_model(
         raise ValueError(f"unknown layout {layout!r}; expected one of {LAYOUTS}")
     builder = _Builder(weights, heads, num_layers)
     output = getattr(builder, layout)("state", "moves")
+    builder.g.nodes.append(helper.make_node("Identity", [output], ["log_probs"]))
     num_bins = int(weights["head.bias"].shape[0])
     graph = helper.make_graph(
         builder.g.nodes,
@@ -169,10 +174,13 @@ def build_model(
             helper.make_tensor_value_info("state", TensorProto.INT64, ["batch", STATE_LENGTH]),
             helper.make_tensor_value_info("moves", TensorProto.INT64, ["batch", "moves"]),
         ],
-        [helper.make_tensor_value_info("log_probs", TensorProto.FLOAT, ["batch", "moves", num_bins])],
+        [
+            helper.make_tensor_value_info(
+                "log_probs", TensorProto.FLOAT, ["batch", "moves", num_bins]
+            )
+        ],
         builder.g.initializers,
     )
-    graph.node[-1].output[0] = "log_probs"
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)])
     model.ir_version = 8
     helper.set_model_props(model, dict(metadata or {}))
@@ -187,3 +195,33 @@ def weights_of(model: onnx.ModelProto) -> dict[str, np.ndarray]:
         for init in model.graph.initializer
         if not init.name.startswith("const_")
     }
+
+
+def quantize_int8(source: str | Path, target: str | Path) -> None:
+    """Write a dynamically quantized (int8 weights, MatMul only) copy of a model file.
+
+    Embeddings, LayerNorms and the head bias stay fp32: they are a small share of the compute
+    and quantizing them costs accuracy for nothing.
+    """
+    import logging
+
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    logging.getLogger().setLevel(max(logging.getLogger().level, logging.ERROR))  # pre-proc nag
+
+    with tempfile.TemporaryDirectory() as tmp:
+        staged = Path(tmp) / "int8.onnx"
+        quantize_dynamic(
+            str(source),
+            str(staged),
+            weight_type=QuantType.QInt8,
+            op_types_to_quantize=["MatMul"],
+            per_channel=True,
+        )
+        model = onnx.load(str(staged))
+    props = {
+        p.key: p.value for p in onnx.load(str(source), load_external_data=False).metadata_props
+    }
+    props["oneply.quantization"] = "int8"
+    helper.set_model_props(model, props)
+    onnx.save(model, str(target))

@@ -1,0 +1,124 @@
+"""Scores every legal move of one or many positions in one onnxruntime call.
+
+`Scorer.score_many` is the hot path of the UCI engine and the bot: tokenize each position,
+pad the legal-move ids of all positions into one [B, N] batch, run the session once and turn
+each move's bin distribution into an expected win.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import chess
+import numpy as np
+import onnxruntime as ort
+
+from engine.model_file import ModelFileError, ModelInfo, parse_metadata, resolve_model_path
+from engine.moves import MOVE_INDEX
+from engine.tokenizer import tokenize
+from engine.values import expected_win
+
+PAD_MOVE = -1
+
+
+@dataclass(frozen=True)
+class MoveScore:
+    """A legal move and the model's expected win for the side that plays it."""
+
+    move: chess.Move
+    win: float
+
+
+def providers_available() -> list[str]:
+    """CUDA first when onnxruntime-gpu sees a GPU, CPU always."""
+    available = ort.get_available_providers()
+    return [p for p in ("CUDAExecutionProvider", "CPUExecutionProvider") if p in available]
+
+
+def session_options(threads: int | None) -> ort.SessionOptions:
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads or os.cpu_count() or 1
+    options.inter_op_num_threads = 1
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    return options
+
+
+def open_session(
+    path: Path, threads: int | None = None, providers: Sequence[str] | None = None
+) -> tuple[ort.InferenceSession, ModelInfo]:
+    """An onnxruntime session for a oneply model file, with its checked metadata."""
+    if not path.is_file():
+        raise ModelFileError(
+            f"model file {path} not found. Pass --model FILE (UCI: setoption name ModelFile), "
+            "set ONEPLY_MODEL, or train one with `oneply train all`."
+        )
+    try:
+        session = ort.InferenceSession(
+            str(path), session_options(threads), providers=list(providers or providers_available())
+        )
+    except Exception as error:  # onnxruntime raises several unrelated types for bad files
+        raise ModelFileError(f"{path}: cannot load as an ONNX model ({error}).") from None
+    info = parse_metadata(path, session.get_modelmeta().custom_metadata_map)
+    return session, info
+
+
+def encode_batch(boards: Sequence[chess.Board]) -> tuple[np.ndarray, np.ndarray, list[list]]:
+    """State tokens [B, 77], padded move ids [B, N] and each board's legal moves."""
+    moves = [list(board.legal_moves) for board in boards]
+    width = max(1, max(len(m) for m in moves))
+    ids = np.full((len(boards), width), PAD_MOVE, dtype=np.int64)
+    for row, legal in enumerate(moves):
+        ids[row, : len(legal)] = [MOVE_INDEX[m.uci()] for m in legal]
+    states = np.stack([tokenize(board) for board in boards])
+    return states, ids, moves
+
+
+class Scorer:
+    """A loaded model that scores legal moves.
+
+    >>> scorer = Scorer()                           # bundled model, all cores
+    >>> best = scorer.score(chess.Board())[0]       # moves come sorted, best first
+    """
+
+    def __init__(
+        self,
+        model: str | os.PathLike | None = None,
+        threads: int | None = None,
+        providers: Sequence[str] | None = None,
+    ):
+        self.path = resolve_model_path(model)
+        self.session, self.info = open_session(self.path, threads, providers)
+
+    @property
+    def provider(self) -> str:
+        return self.session.get_providers()[0]
+
+    def log_probs(self, states: np.ndarray, move_ids: np.ndarray) -> np.ndarray:
+        """Raw model output [B, N, K] for token batches (one session run)."""
+        return self.session.run(["log_probs"], {"state": states, "moves": move_ids})[0]
+
+    def score(self, board: chess.Board) -> list[MoveScore]:
+        """Every legal move of one position, best first."""
+        return self.score_many([board])[0]
+
+    def score_many(self, boards: Sequence[chess.Board]) -> list[list[MoveScore]]:
+        """Every legal move of several positions (one session run), each list best first.
+
+        A position without legal moves gets an empty list.
+        """
+        if not boards:
+            return []
+        states, ids, moves = encode_batch(boards)
+        if not any(moves):
+            return [[] for _ in boards]
+        wins = expected_win(self.log_probs(states, ids))
+        return [
+            sorted(
+                (MoveScore(move, float(w)) for move, w in zip(legal, row, strict=False)),
+                key=lambda s: -s.win,
+            )
+            for legal, row in zip(moves, wins, strict=True)
+        ]
