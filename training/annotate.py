@@ -1,0 +1,453 @@
+"""`oneply train annotate`: Stockfish scores every legal move of every position.
+
+The positions file (one FEN per line, from `oneply train positions`) is cut into fixed chunks:
+chunk i holds lines [i·S, (i+1)·S). Each finished chunk becomes one shard
+(``DIR/chunk-000042``, format in training/dataset.py), written atomically. A restarted run
+skips every chunk whose shard exists and validates, so a run killed at any moment resumes
+without losing or duplicating a finished position; ``--shard k/n`` keeps the chunks with
+i % n == k, so n machines can split one file and their shard directories can be merged.
+
+Each worker process owns one Stockfish (Threads=1, small hash) and runs one search per
+position with MultiPV = number of legal moves (REFERENCE.md §3, §5):
+
+* a move's value is ``cp_to_win(cp)`` of its root MultiPV line, which Stockfish reports from
+  the mover's side; a mate for the mover is 1.0, being mated 0.0;
+* moves that checkmate (1.0) or stalemate (0.5) are settled without the engine;
+* a move Stockfish returns no line for is scored by searching the child position with the
+  same limit and flipping: 1 − p(child).
+
+Positions without legal moves (mate, stalemate) have nothing to learn and are skipped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import multiprocessing as mp
+import os
+import queue
+import shutil
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import chess
+import chess.engine
+import numpy as np
+from tqdm import tqdm
+
+from engine.moves import MOVE_INDEX
+from engine.tokenizer import TokenizerError, board_from, tokenize
+from engine.values import cp_to_win
+from training.dataset import DatasetError, Shard, write_shard
+
+DEFAULT_STOCKFISH = "/usr/games/stockfish"
+DEFAULT_DEPTH = 8
+DEFAULT_CHUNK_SIZE = 256
+HASH_MB = 16
+
+
+class AnnotateError(RuntimeError):
+    """A run that cannot start or continue: bad input, a mismatched output directory."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What decides the values in a shard; a resumed run must use the same."""
+
+    stockfish: str
+    depth: int | None
+    nodes: int | None
+    chunk_size: int
+
+    def limit(self) -> chess.engine.Limit:
+        return chess.engine.Limit(depth=self.depth, nodes=self.nodes)
+
+    def limit_dict(self) -> dict:
+        return {"depth": self.depth} if self.depth is not None else {"nodes": self.nodes}
+
+
+# --------------------------------------------------------------------------- scoring
+
+
+def _score_to_win(score: chess.engine.Score) -> float:
+    """Win probability of a score from the side to move: mates are 1.0 / 0.0."""
+    if score.is_mate():
+        return 1.0 if score.mate() > 0 else 0.0
+    return float(cp_to_win(score.score()))
+
+
+def _settle_without_engine(board: chess.Board, move: chess.Move) -> float | None:
+    """1.0 for a mating move, 0.5 for a stalemating one, None when the engine must decide."""
+    board.push(move)
+    try:
+        if board.is_checkmate():
+            return 1.0
+        if board.is_stalemate():
+            return 0.5
+        return None
+    finally:
+        board.pop()
+
+
+def score_moves(
+    engine: chess.engine.SimpleEngine, board: chess.Board, limit: chess.engine.Limit
+) -> dict[chess.Move, float]:
+    """Win probability (for the mover) of every legal move of ``board``."""
+    values: dict[chess.Move, float] = {}
+    searched: list[chess.Move] = []
+    for move in board.legal_moves:
+        settled = _settle_without_engine(board, move)
+        if settled is None:
+            searched.append(move)
+        else:
+            values[move] = settled
+    if searched:
+        infos = engine.analyse(board, limit, multipv=len(searched), root_moves=searched)
+        for info in infos:
+            pv, score = info.get("pv"), info.get("score")
+            if pv and score is not None and pv[0] in searched and pv[0] not in values:
+                values[pv[0]] = _score_to_win(score.relative)
+    for move in searched:
+        if move not in values:  # Stockfish skipped it: search the child and flip
+            board.push(move)
+            try:
+                info = engine.analyse(board, limit)
+            finally:
+                board.pop()
+            values[move] = 1.0 - _score_to_win(info["score"].relative)
+    return values
+
+
+# --------------------------------------------------------------------------- chunks
+
+
+def read_positions(path: Path) -> list[str]:
+    """The lines of the positions file, checked up front so a bad line fails before any work."""
+    if not path.is_file():
+        raise AnnotateError(f"{path}: positions file not found")
+    lines = path.read_text().splitlines()
+    for number, line in enumerate(lines, 1):
+        text = line.strip()
+        if not text or text.startswith("#"):
+            continue
+        try:
+            board_from(text)
+        except TokenizerError as error:
+            raise AnnotateError(f"{path}:{number}: {error}") from None
+    return lines
+
+
+def chunk_name(index: int) -> str:
+    return f"chunk-{index:06d}"
+
+
+def chunk_digest(lines: list[str]) -> str:
+    """sha256 of a chunk's input lines: a shard is only reused for the very same positions."""
+    return hashlib.sha256("\n".join(lines).encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class Chunk:
+    index: int
+    first_line: int
+    lines: list[str]
+
+    @property
+    def digest(self) -> str:
+        return chunk_digest(self.lines)
+
+
+def annotate_chunk(
+    engine: chess.engine.SimpleEngine, chunk: Chunk, settings: Settings, out: Path, report=None
+) -> dict:
+    """Score every position of a chunk and write its shard; returns the manifest entry."""
+    states, move_ids, wins = [], [], []
+    skipped = 0
+    for line in chunk.lines:
+        text = line.strip()
+        values = {}
+        if text and not text.startswith("#"):
+            board = board_from(text)
+            values = score_moves(engine, board, settings.limit())
+        if not values:  # blank line, comment, checkmate or stalemate: nothing to learn
+            skipped += 1
+            if report is not None:
+                report(1, 0)
+            continue
+        moves = list(board.legal_moves)
+        states.append(tokenize(board).astype(np.uint8))
+        move_ids.append(np.array([MOVE_INDEX[m.uci()] for m in moves], dtype=np.int16))
+        wins.append(np.array([values[m] for m in moves], dtype=np.float32))
+        if report is not None:
+            report(1, len(moves))
+    meta = {
+        "chunk": chunk.index,
+        "first_line": chunk.first_line,
+        "lines": len(chunk.lines),
+        "skipped": skipped,
+        "input_sha256": chunk.digest,
+        "chunk_size": settings.chunk_size,
+        "limit": settings.limit_dict(),
+        "stockfish": engine.id.get("name", "unknown"),
+    }
+    state_array = np.stack(states) if states else np.zeros((0, 77), np.uint8)
+    entry = write_shard(out / chunk_name(chunk.index), state_array, move_ids, wins, meta)
+    return {**entry, "chunk": chunk.index, "skipped": skipped}
+
+
+def finished_entry(out: Path, chunk: Chunk, settings: Settings) -> dict | None:
+    """The manifest entry of a chunk already annotated with these settings, else None.
+
+    A shard that exists but does not validate (cannot happen with atomic writes, short of
+    disk corruption) is reported and redone; one made from other positions or another limit
+    is an error, because mixing them would silently corrupt the dataset.
+    """
+    path = out / chunk_name(chunk.index)
+    if not path.exists():
+        return None
+    try:
+        shard = Shard(path)
+    except DatasetError as error:
+        tqdm.write(f"warning: redoing chunk {chunk.index}: {error}")
+        return None
+    meta = shard.meta
+    if meta.get("input_sha256") != chunk.digest:
+        raise AnnotateError(f"{path} was made from different positions; use a new --out")
+    if meta.get("limit") != settings.limit_dict() or meta.get("chunk_size") != settings.chunk_size:
+        raise AnnotateError(
+            f"{path} was made with limit {meta.get('limit')} and chunk size "
+            f"{meta.get('chunk_size')}, not {settings.limit_dict()} / {settings.chunk_size}"
+        )
+    keys = ("name", "count", "action_values", "sha256", "chunk", "skipped")
+    return {k: meta[k] for k in keys if k in meta}
+
+
+# --------------------------------------------------------------------------- workers
+
+_worker: dict = {}
+
+
+def open_engine(path: str) -> chess.engine.SimpleEngine:
+    try:
+        engine = chess.engine.SimpleEngine.popen_uci(path)
+    except (FileNotFoundError, PermissionError, chess.engine.EngineError) as error:
+        raise AnnotateError(f"cannot start Stockfish at {path}: {error}") from None
+    engine.configure({"Threads": 1, "Hash": HASH_MB})
+    return engine
+
+
+def _init_worker(settings: Settings, out: Path, progress: mp.Queue) -> None:
+    _worker.update(
+        engine=open_engine(settings.stockfish),
+        settings=settings,
+        out=out,
+        progress=progress,
+        parent=os.getppid(),
+    )
+
+
+def _worker_report(positions: int, values: int) -> None:
+    if os.getppid() != _worker["parent"]:  # the run was killed: do not write orphan shards
+        os._exit(1)
+    _worker["progress"].put((positions, values))
+
+
+def _worker_chunk(chunk: Chunk) -> dict:
+    return annotate_chunk(
+        _worker["engine"], chunk, _worker["settings"], _worker["out"], _worker_report
+    )
+
+
+def _run_in_process(chunks: list[Chunk], settings: Settings, out: Path, bar: tqdm) -> list[dict]:
+    engine = open_engine(settings.stockfish)
+    try:
+        report = _bar_updater(bar)
+        return [annotate_chunk(engine, c, settings, out, report) for c in chunks]
+    finally:
+        engine.quit()
+
+
+def _run_in_pool(
+    chunks: list[Chunk], settings: Settings, out: Path, bar: tqdm, workers: int
+) -> list[dict]:
+    context = mp.get_context("spawn")
+    progress = context.Queue()
+    report = _bar_updater(bar)
+    with context.Pool(workers, _init_worker, (settings, out, progress)) as pool:
+        pending = [pool.apply_async(_worker_chunk, (c,)) for c in chunks]
+        while not all(p.ready() for p in pending):
+            _drain(progress, report, timeout=0.2)
+        _drain(progress, report, timeout=0.0)
+        return [p.get() for p in pending]  # re-raises a worker's exception
+
+
+def _drain(progress: mp.Queue, report, timeout: float) -> None:
+    try:
+        report(*progress.get(timeout=timeout) if timeout else progress.get_nowait())
+        while True:
+            report(*progress.get_nowait())
+    except queue.Empty:
+        pass
+
+
+def _bar_updater(bar: tqdm):
+    started = time.monotonic()
+    total_values = 0
+
+    def report(positions: int, values: int) -> None:
+        nonlocal total_values
+        total_values += values
+        bar.update(positions)
+        rate = total_values / max(time.monotonic() - started, 1e-9)
+        bar.set_postfix_str(f"{rate:.0f} values/s", refresh=False)
+
+    return report
+
+
+# --------------------------------------------------------------------------- manifest
+
+
+def write_manifest(out: Path, header: dict, total_chunks: int) -> dict:
+    """Rewrite DIR/manifest.json atomically from the shards that are in DIR now.
+
+    Listing what is on disk (not what this run did) keeps the manifest right after a resume
+    and when several ``--shard k/n`` runs share one directory.
+    """
+    entries = []
+    for meta_file in sorted(out.glob("chunk-*/meta.json")):
+        meta = json.loads(meta_file.read_text())
+        keys = ("name", "chunk", "count", "action_values", "skipped", "sha256")
+        entries.append({k: meta.get(k) for k in keys})
+    manifest = {
+        **header,
+        "total_chunks": total_chunks,
+        "chunks_done": len(entries),
+        "positions": sum(e["count"] for e in entries),
+        "action_values": sum(e["action_values"] for e in entries),
+        "skipped": sum(e["skipped"] or 0 for e in entries),
+        "shards": entries,
+    }
+    temporary = out / f".manifest.json.tmp-{os.getpid()}"
+    with open(temporary, "w") as file:
+        json.dump(manifest, file, indent=1)
+        file.flush()
+        os.fsync(file.fileno())
+    os.replace(temporary, out / "manifest.json")
+    return manifest
+
+
+def _generator_settings(positions: Path) -> dict | None:
+    """The positions manifest (seed, books, mix) if `oneply train positions` wrote one."""
+    file = positions.with_name(positions.name + ".manifest.json")
+    try:
+        return json.loads(file.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def _remove_stale_temporaries(out: Path) -> None:
+    for stale in out.glob(".chunk-*.*-*"):
+        shutil.rmtree(stale, ignore_errors=True)
+    for stale in out.glob(".manifest.json.tmp-*"):
+        stale.unlink(missing_ok=True)
+
+
+# --------------------------------------------------------------------------- CLI
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    try:
+        k, n = (int(x) for x in text.split("/"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--shard must look like k/n, not {text!r}") from None
+    if not (n >= 1 and 0 <= k < n):
+        raise argparse.ArgumentTypeError(f"--shard k/n needs 0 <= k < n, got {text!r}")
+    return k, n
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, not {text}")
+    return value
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("positions", type=Path, help="text file with one FEN per line")
+    parser.add_argument("--out", type=Path, required=True, help="output directory of shards")
+    limit = parser.add_mutually_exclusive_group()
+    limit.add_argument(
+        "--depth", type=_positive, help=f"search depth per position (default {DEFAULT_DEPTH})"
+    )
+    limit.add_argument("--nodes", type=_positive, help="node budget per position instead")
+    parser.add_argument("--workers", type=_positive, default=os.cpu_count() or 1)
+    parser.add_argument(
+        "--chunk-size", type=_positive, default=DEFAULT_CHUNK_SIZE, help="positions per shard"
+    )
+    parser.add_argument(
+        "--shard", type=parse_shard, default=(0, 1), metavar="K/N", help="do chunks i%%N == K"
+    )
+    parser.add_argument("--stockfish", default=DEFAULT_STOCKFISH, help="Stockfish binary")
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        return _run(args)
+    except AnnotateError as error:
+        print(f"oneply train annotate: error: {error}")
+        return 2
+
+
+def _run(args: argparse.Namespace) -> int:
+    depth = args.depth if args.depth or args.nodes else DEFAULT_DEPTH
+    settings = Settings(args.stockfish, depth, args.nodes, args.chunk_size)
+    lines = read_positions(args.positions)
+    size = settings.chunk_size
+    all_chunks = [
+        Chunk(i, i * size, lines[i * size : (i + 1) * size])
+        for i in range((len(lines) + size - 1) // size)
+    ]
+    k, n = args.shard
+    mine = [c for c in all_chunks if c.index % n == k]
+    args.out.mkdir(parents=True, exist_ok=True)
+    _remove_stale_temporaries(args.out)
+    todo = [c for c in mine if finished_entry(args.out, c, settings) is None]
+
+    probe = open_engine(settings.stockfish)
+    version = probe.id.get("name", "unknown")
+    probe.quit()
+    header = {
+        "format": "oneply-annotated-v1",
+        "positions_file": str(args.positions),
+        "stockfish": version,
+        "limit": settings.limit_dict(),
+        "multipv": "all legal moves",
+        "chunk_size": size,
+        "shard": f"{k}/{n}",
+        "generator": _generator_settings(args.positions),
+    }
+    write_manifest(args.out, header, len(all_chunks))
+    workers = min(args.workers, len(todo)) or 1
+    print(
+        f"{len(mine) - len(todo)} of {len(mine)} chunks already done; annotating {len(todo)} "
+        f"with {version}, {settings.limit_dict()}, {workers} worker(s)"
+    )
+    total = sum(len(c.lines) for c in todo)
+    started = time.monotonic()
+    with tqdm(total=total, unit="pos", desc="annotate", smoothing=0.05) as bar:
+        if workers == 1:
+            entries = _run_in_process(todo, settings, args.out, bar)
+        else:
+            entries = _run_in_pool(todo, settings, args.out, bar, workers)
+    seconds = time.monotonic() - started
+    manifest = write_manifest(args.out, header, len(all_chunks))
+    done = sum(e["count"] for e in entries)
+    values = sum(e["action_values"] for e in entries)
+    print(
+        f"annotated {done} positions ({values} action values) in {seconds:.1f} s: "
+        f"{done / max(seconds, 1e-9):.2f} positions/s, {values / max(seconds, 1e-9):.0f} values/s; "
+        f"{args.out} now holds {manifest['positions']} positions"
+    )
+    return 0
