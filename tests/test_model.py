@@ -1,0 +1,166 @@
+"""The transformer's two layouts, the ONNX contract and the Scorer."""
+
+import json
+
+import chess
+import numpy as np
+import onnx
+import pytest
+
+from engine.inference import Scorer, encode_batch
+from engine.model_file import ModelFileError
+from engine.tokenizer import tokenize
+from tests.conftest import POSITION_218
+
+torch = pytest.importorskip("torch")
+
+from training.export import export_model  # noqa: E402
+from training.model import PRESETS, ActionValueModel  # noqa: E402
+
+MIDDLEGAME = "r1bq1rk1/pp2bppp/2n1pn2/3p4/2PP4/2N2N2/PP2BPPP/R2QKB1R w KQ - 3 8"
+
+
+def _torch_log_probs(model, boards, layout):
+    states, ids, _ = encode_batch(boards)
+    with torch.no_grad():
+        return model(torch.from_numpy(states), torch.from_numpy(ids), layout).numpy(), ids
+
+
+def test_presets_include_9m_with_the_papers_shape():
+    config = PRESETS["9m"]
+    assert (config.layers, config.heads, config.width) == (8, 8, 256)
+    assert 8_000_000 < ActionValueModel(config).num_parameters() < 10_000_000
+
+
+def test_shared_value_of_a_move_ignores_the_other_moves(tiny_torch_model):
+    board = chess.Board(MIDDLEGAME)
+    state = torch.from_numpy(tokenize(board)).unsqueeze(0)
+    ids = torch.tensor([[chess_id for chess_id in encode_batch([board])[1][0]]])
+    with torch.no_grad():
+        full = tiny_torch_model(state, ids)[0]
+        alone = tiny_torch_model(state, ids[:, 3:4])[0, 0]
+        subset = tiny_torch_model(state, ids[:, [7, 3, 0]])[0, 1]
+        padded = tiny_torch_model(state, torch.cat([ids[:, 3:4], torch.full((1, 5), -1)], 1))
+    torch.testing.assert_close(alone, full[3], atol=1e-5, rtol=0)
+    torch.testing.assert_close(subset, full[3], atol=1e-5, rtol=0)
+    torch.testing.assert_close(padded[0, 0], full[3], atol=1e-5, rtol=0)
+
+
+def test_per_move_layout_lets_the_state_see_the_move(tiny_torch_model):
+    """The layouts share weights but differ: per_move's state tokens attend to the move."""
+    board = chess.Board(MIDDLEGAME)
+    shared, _ = _torch_log_probs(tiny_torch_model, [board], "shared")
+    per_move, _ = _torch_log_probs(tiny_torch_model, [board], "per_move")
+    assert shared.shape == per_move.shape
+    assert not np.allclose(shared, per_move, atol=1e-4)
+
+
+@pytest.mark.parametrize("layout", ["shared", "per_move"])
+def test_onnx_matches_pytorch(tmp_path, layout):
+    torch.manual_seed(3)
+    model = ActionValueModel(PRESETS["tiny"]).eval()
+    path = tmp_path / f"{layout}.onnx"
+    export_model(model, path, preset="tiny", layout=layout, trained=False)
+    scorer = Scorer(path, threads=1)
+    one_move = chess.Board("k7/8/8/8/8/8/6q1/7K w - - 0 1")  # Kxg2 is the only move
+    cases = [[one_move], [chess.Board(MIDDLEGAME)], [chess.Board(POSITION_218)]]
+    cases.append([chess.Board(), chess.Board(MIDDLEGAME), chess.Board(POSITION_218)])  # batch
+    widths = []
+    for boards in cases:
+        expected, ids = _torch_log_probs(model, boards, layout)
+        actual = scorer.log_probs(*encode_batch(boards)[:2])
+        mask = ids >= 0
+        np.testing.assert_allclose(actual[mask], expected[mask], atol=1e-4, rtol=0)
+        widths.append(ids.shape[1])
+    assert widths[0] == 1 and widths[2] == 218
+
+
+def test_metadata_is_written_and_read(tmp_path, tiny_torch_model):
+    path = tmp_path / "m.onnx"
+    export_model(
+        tiny_torch_model, path, preset="tiny", training={"steps": 5}, metrics={"puzzles": 0.5}
+    )
+    info = Scorer(path).info
+    assert (info.layout, info.num_bins, info.preset, info.trained) == ("shared", 128, "tiny", True)
+    assert info.training == {"steps": 5} and info.metrics == {"puzzles": 0.5}
+    assert info.config["width"] == 32
+
+
+def _rewrite_metadata(source, target, **changes):
+    model = onnx.load(str(source))
+    for prop in model.metadata_props:
+        if prop.key in changes:
+            prop.value = changes[prop.key]
+    onnx.save(model, str(target))
+
+
+@pytest.mark.parametrize(
+    "key, value, message",
+    [
+        ("oneply.format_version", "99", "format version 99"),
+        ("oneply.num_bins", "64", "K=64"),
+        ("oneply.layout", "diagonal", "unknown layout"),
+        ("oneply.config", "{not json", "malformed"),
+    ],
+)
+def test_wrong_metadata_gets_an_error_naming_the_file(tmp_path, tiny_onnx, key, value, message):
+    bad = tmp_path / "bad.onnx"
+    _rewrite_metadata(tiny_onnx, bad, **{key: value})
+    with pytest.raises(ModelFileError, match=message) as caught:
+        Scorer(bad)
+    assert str(bad) in str(caught.value)
+
+
+def test_missing_and_garbage_model_files(tmp_path):
+    with pytest.raises(ModelFileError, match="not found.*ONEPLY_MODEL"):
+        Scorer(tmp_path / "nope.onnx")
+    garbage = tmp_path / "garbage.onnx"
+    garbage.write_bytes(b"\x00\x01 definitely not a protobuf" * 10)
+    with pytest.raises(ModelFileError, match="cannot load"):
+        Scorer(garbage)
+
+
+def test_env_var_selects_the_model(monkeypatch, tiny_onnx):
+    monkeypatch.setenv("ONEPLY_MODEL", str(tiny_onnx))
+    assert Scorer().info.preset == "tiny"
+
+
+def test_int8_export_is_close_to_fp32(tmp_path, tiny_torch_model):
+    fp32, int8 = tmp_path / "fp32.onnx", tmp_path / "int8.onnx"
+    export_model(tiny_torch_model, fp32, preset="tiny")
+    export_model(tiny_torch_model, int8, preset="tiny", int8=True)
+    quantized = Scorer(int8)
+    assert quantized.info.quantization == "int8"
+    assert any(
+        n.op_type.startswith(("DynamicQuantize", "MatMulInteger"))
+        for n in onnx.load(str(int8)).graph.node
+    )
+    board = chess.Board(MIDDLEGAME)
+    a = {s.move: s.win for s in Scorer(fp32).score(board)}
+    b = {s.move: s.win for s in quantized.score(board)}
+    assert max(abs(a[m] - b[m]) for m in a) < 0.02
+
+
+def test_score_many_equals_one_by_one(tiny_onnx):
+    scorer = Scorer(tiny_onnx)
+    boards = [chess.Board(), chess.Board(MIDDLEGAME), chess.Board(POSITION_218)]
+    mate = chess.Board("7k/5QQ1/8/8/8/8/8/K7 b - - 0 1")
+    assert mate.is_game_over()
+    together = scorer.score_many([*boards, mate])
+    assert together[-1] == []
+    for board, batch in zip(boards, together[:-1], strict=True):
+        alone = scorer.score(board)
+        assert [s.move for s in alone] == [s.move for s in batch]
+        assert np.allclose([s.win for s in alone], [s.win for s in batch], atol=1e-5)
+        assert {s.move for s in alone} == set(board.legal_moves)
+        assert all(a.win >= b.win for a, b in zip(alone, alone[1:], strict=False))
+
+
+def test_export_cli_writes_metadata(tmp_path):
+    from engine.cli import main
+
+    out = tmp_path / "cli.onnx"
+    assert main(["export", "--untrained", "tiny", "-o", str(out)]) == 0
+    info = Scorer(out).info
+    assert not info.trained and info.preset == "tiny"
+    assert json.loads(json.dumps(info.config))["layers"] == 2
