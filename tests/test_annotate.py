@@ -172,14 +172,14 @@ def test_resume_refuses_other_settings_and_bad_input(tmp_path: Path, capsys) -> 
     assert annotate.run(_args(*base, "--depth", "3")) == 0  # nothing to redo
     assert "1 of 1 chunks already done" in capsys.readouterr().out
     assert annotate.run(_args(*base, "--depth", "4")) == 2
-    assert "depth" in capsys.readouterr().out
+    assert "depth" in capsys.readouterr().err
 
     bad = tmp_path / "bad.txt"
     bad.write_text(_fens(1)[0] + "\nnot a fen\n")
     assert annotate.run(_args(str(bad), "--out", str(tmp_path / "o2"))) == 2
-    assert f"{bad}:2" in capsys.readouterr().out
-    assert annotate.run(_args(*base, "--stockfish", "/nonexistent/stockfish")) == 2
-    assert "cannot start Stockfish" in capsys.readouterr().out
+    assert f"{bad}:2" in capsys.readouterr().err
+    assert annotate.run(_args(*base, "--depth", "3", "--stockfish", "/nonexistent/sf")) == 2
+    assert "cannot start Stockfish" in capsys.readouterr().err
 
 
 def test_shard_k_of_n_keeps_its_chunks(tmp_path: Path) -> None:

@@ -28,6 +28,7 @@ import multiprocessing as mp
 import os
 import queue
 import shutil
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -396,7 +397,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         return _run(args)
     except AnnotateError as error:
-        print(f"oneply train annotate: error: {error}")
+        print(f"oneply train annotate: error: {error}", file=sys.stderr)
         return 2
 
 

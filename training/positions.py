@@ -36,6 +36,7 @@ import math
 import multiprocessing as mp
 import os
 import random
+import sys
 import time
 from collections import Counter
 from collections.abc import Iterable, Iterator
@@ -434,7 +435,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         return _run(args)
     except PositionsError as error:
-        print(f"oneply train positions: error: {error}")
+        print(f"oneply train positions: error: {error}", file=sys.stderr)
         return 2
 
 
