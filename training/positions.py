@@ -141,6 +141,8 @@ def load_eco_lines(path: Path | None) -> list[list[str]]:
 
 def check_books(paths: Iterable[str]) -> None:
     for path in paths:
+        if not Path(path).is_file():
+            raise PositionsError(f"{path}: polyglot book not found (not a file)")
         try:
             with chess.polyglot.open_reader(path) as reader:
                 next(iter(reader.find_all(chess.Board())), None)
