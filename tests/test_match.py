@@ -1,0 +1,294 @@
+"""The match runner against real engines: Stockfish at tiny node counts, `oneply uci`, and small
+misbehaving engines (tests/engines/misbehaving.py). Every test also checks that no engine process
+outlives the match."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib.util
+import io
+import json
+import os
+import re
+import sys
+import time
+from pathlib import Path
+
+import chess
+import chess.pgn
+import pytest
+
+from engine.cli import main as cli_main
+from training import match
+
+STOCKFISH = "/usr/games/stockfish"
+BOOK = "/usr/share/games/gnuchess/book.bin"
+ECO = "/usr/share/pgn-extract/eco.pgn"
+BAD_ENGINE = str(Path(__file__).parent / "engines" / "misbehaving.py")
+
+needs_stockfish = pytest.mark.skipif(not os.path.exists(STOCKFISH), reason="no Stockfish")
+
+
+def assert_all_exited(pids: list[int], wait: float = 5.0) -> None:
+    """Each PID must be gone (killed and reaped); os.kill(pid, 0) succeeds while it exists."""
+    assert pids, "the match should report the PIDs it spawned"
+    deadline = time.monotonic() + wait
+    for pid in pids:
+        while True:
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                break
+            if time.monotonic() > deadline:
+                pytest.fail(f"engine process {pid} still running after the match")
+            time.sleep(0.05)
+
+
+def stockfish(nodes: int, options: tuple[tuple[str, str], ...] = ()) -> match.EngineSpec:
+    tc = match.TimeControl(nodes=nodes)
+    return match.EngineSpec((STOCKFISH,), (("Threads", "1"), ("Hash", "16"), *options), tc)
+
+
+def bad_engine(mode: str, after: int = 3, tc: match.TimeControl | None = None) -> match.EngineSpec:
+    tc = tc or match.TimeControl(nodes=1)
+    return match.EngineSpec((sys.executable, BAD_ENGINE, mode, str(after)), (), tc)
+
+
+def settings(a: match.EngineSpec, b: match.EngineSpec, games: int, **kw) -> match.MatchSettings:
+    base = dict(
+        games=games,
+        openings=match.load_openings(BOOK, (games + 1) // 2, 6, seed=3),
+        concurrency=2,
+        move_timeout=20.0,
+        startup_timeout=10.0,
+        adjudicate_nodes=2000,
+        progress=False,
+    )
+    base.update(kw)
+    return match.MatchSettings(engine_a=a, engine_b=b, **base)
+
+
+# --------------------------------------------------------------------------- real matches
+
+
+@needs_stockfish
+def test_cli_stockfish_vs_stockfish(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pgn_path, json_path = tmp_path / "games.pgn", tmp_path / "result.json"
+    code = cli_main(
+        [
+            "match",
+            STOCKFISH,
+            STOCKFISH,
+            "--games=4",
+            "--nodes-a=300",
+            "--nodes-b=1500",
+            "--option=Threads=1",
+            "--option-b=Hash=16",
+            "--concurrency=2",
+            f"--openings={BOOK}",
+            f"--pgn={pgn_path}",
+            f"--json={json_path}",
+            "--adjudicate-nodes=2000",
+            "--quiet",
+        ]
+    )
+    assert code == 0
+    out = capsys.readouterr().out
+    assert "W/D/L" in out and "Elo pentanomial" in out
+
+    data = json.loads(json_path.read_text())  # strict JSON (no Infinity)
+    res = data["results"]
+    assert res["games"] == 4 == len(data["games"])
+    assert res["wins"] + res["draws"] + res["losses"] == 4
+    assert sum(res["pentanomial"]) == 2  # two complete pairs
+    assert data["engine_b"]["options"] == {"Threads": "1", "Hash": "16"}
+    games = data["games"]
+    # paired openings: game 2k and 2k+1 share the opening and swap colours
+    assert games[0]["opening"] == games[1]["opening"] != games[2]["opening"]
+    assert [g["a_white"] for g in games] == [True, False, True, False]
+    for g in games:
+        assert g["termination"] in (match.TERM_NORMAL, match.TERM_ADJUDICATION), g["reason"]
+
+    handle = io.StringIO(pgn_path.read_text())
+    parsed = [chess.pgn.read_game(handle) for _ in range(4)]
+    assert all(parsed) and chess.pgn.read_game(handle) is None
+    for game in parsed:
+        for tag in ("Event", "Site", "Date", "Round", "White", "Black", "Result", "TimeControl"):
+            assert game.headers[tag] not in ("", "?"), tag
+        assert game.headers["Termination"] in (match.TERM_NORMAL, match.TERM_ADJUDICATION)
+        assert game.headers["White"] != game.headers["Black"]  # same engine: names told apart
+        nodes = list(game.mainline())
+        assert nodes[0].comment == "book"
+        engine_moves = [n.comment for n in nodes if n.comment != "book"]
+        assert re.match(r"^([+-]\d+\.\d\d|[+-]M\d+)/\d+ \d+\.\d{3}s", engine_moves[0])
+        assert game.end().board().fen() != chess.STARTING_FEN
+
+
+@needs_stockfish
+@pytest.mark.skipif(importlib.util.find_spec("engine.uci") is None, reason="engine.uci missing")
+def test_oneply_uci_vs_stockfish_skill_0() -> None:
+    command = (sys.executable, "-m", "engine", "uci")
+    oneply = match.EngineSpec(command, (("Threads", "1"),), match.TimeControl(nodes=1))
+    sf = stockfish(200, (("Skill Level", "0"),))
+    result = match.run_match(settings(oneply, sf, 2))
+    assert len(result.games) == 2
+    for game in result.games:
+        assert game.termination in (match.TERM_NORMAL, match.TERM_ADJUDICATION), game.reason
+        assert game.plies > 8
+    assert "oneply" in result.names[0].lower()
+    assert_all_exited(result.pids)
+
+
+# --------------------------------------------------------------------------- misbehaving engines
+
+
+@needs_stockfish
+@pytest.mark.parametrize(
+    ("mode", "termination", "reason", "tc"),
+    [
+        ("crash", match.TERM_ABANDONED, "crashed (exit code 3)", None),
+        ("illegal", match.TERM_ILLEGAL, "illegal move", None),
+        ("hang", match.TERM_TIME, "loses on time: no move in 1.00s", None),
+        ("hang", match.TERM_TIME, "loses on time", match.TimeControl(base=0.5, inc=0.0)),
+    ],
+)
+def test_misbehaving_engine_loses(
+    mode: str, termination: str, reason: str, tc: match.TimeControl | None
+) -> None:
+    sf_tc = tc or match.TimeControl(nodes=200)
+    sf = match.EngineSpec((STOCKFISH,), (("Threads", "1"),), sf_tc)
+    bad = bad_engine(mode, after=3, tc=tc)
+    start = time.monotonic()
+    result = match.run_match(settings(bad, sf, 2, move_timeout=1.0))
+    assert time.monotonic() - start < 30
+    assert len(result.games) == 2  # the match finished
+    for game in result.games:
+        assert game.score_a == 0.0, game.reason
+        assert game.termination == termination
+        assert reason in game.reason
+        assert "misbehaving" in game.reason
+        assert f'[Termination "{termination}"]' in game.pgn
+    assert result.stats["losses"] == 2
+    assert_all_exited(result.pids)
+
+
+def test_engine_that_never_starts_is_reported_and_killed() -> None:
+    pids: list[int] = []
+    spec = bad_engine("nostart")
+    with pytest.raises(match.EngineStartError, match="no answer within 1s"):
+        asyncio.run(match.identify(spec, 1.0, pids))
+    assert_all_exited(pids)
+
+
+def test_missing_binary_is_a_start_error() -> None:
+    spec = match.EngineSpec(("/nonexistent/engine",))
+    with pytest.raises(match.EngineStartError, match="cannot run"):
+        asyncio.run(match.identify(spec, 1.0, []))
+
+
+def test_misbehaving_engine_restarted_every_game() -> None:
+    # crash on the 2nd move of *each* process: every game needs a fresh engine, all are losses
+    good = bad_engine("random", after=0)
+    crash = bad_engine("crash", after=2)
+    result = match.run_match(settings(good, crash, 4, concurrency=1, resign_moves=0))
+    assert [g.score_a for g in sorted(result.games, key=lambda g: g.index)] == [1.0] * 4
+    assert all("crashed" in g.reason for g in result.games)
+    assert_all_exited(result.pids)
+
+
+@needs_stockfish
+def test_sprt_stops_early() -> None:
+    # Stockfish vs a random mover: every pair is 2-0, so the GSPRT accepts H1 long before 40 games
+    random_mover = bad_engine("random", after=0)
+    result = match.run_match(
+        settings(stockfish(500), random_mover, 40, sprt=(0.0, 50.0, 0.05, 0.05), resign_moves=2)
+    )
+    assert result.stopped_by_sprt == "H1"
+    assert len(result.games) < 40
+    assert result.stats["sprt"]["llr"] >= result.stats["sprt"]["upper"]
+    assert_all_exited(result.pids)
+
+
+# --------------------------------------------------------------------------- pieces
+
+
+def test_parse_tc() -> None:
+    assert match.parse_tc("10+0.1") == match.TimeControl(base=10.0, inc=0.1)
+    assert match.parse_tc("1:00+0.6") == match.TimeControl(base=60.0, inc=0.6)
+    assert match.parse_tc("60").inc == 0.0
+    assert match.parse_tc("10+0.1").pgn_tag() == "10+0.1"
+    assert match.TimeControl(nodes=5).pgn_tag() == "-"
+    with pytest.raises(argparse.ArgumentTypeError):
+        match.parse_tc("0+1")
+
+
+def test_parse_option_keeps_spaces_in_names() -> None:
+    assert match.parse_option("Skill Level=3") == ("Skill Level", "3")
+    with pytest.raises(argparse.ArgumentTypeError):
+        match.parse_option("Threads")
+
+
+def test_openings_from_book_epd_and_pgn(tmp_path: Path) -> None:
+    book = match.load_openings(BOOK, 5, 8, seed=1)
+    assert len(book) == 5 and len({o.moves for o in book}) == 5
+    assert all(len(o.moves) == 8 for o in book)
+    assert book == match.load_openings(BOOK, 5, 8, seed=1)  # fixed seed → same openings
+
+    epd = tmp_path / "o.epd"
+    epd.write_text(
+        'rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq - id "king pawn";\n\n'
+        "8/8/8/4k3/8/8/4P3/4K3 w - -\n"
+    )
+    ops = match.load_openings(str(epd), 2, None, seed=1, order="sequential")
+    assert [o.name for o in ops] == ["king pawn", None]
+    assert ops[1].board().piece_at(chess.E2) == chess.Piece(chess.PAWN, chess.WHITE)
+
+    eco = match.load_openings(ECO, 3, 4, seed=1)
+    assert len(eco) > 1000 and all(0 < len(o.moves) <= 4 for o in eco)
+    assert all(o.name and o.name[0] in "ABCDE" for o in eco[:20])
+
+
+def test_scoreboard_pairs_in_any_order() -> None:
+    def rec(index: int, result: str) -> match.GameRecord:
+        a_white = index % 2 == 0
+        return match.GameRecord(index, index // 2, a_white, "w", "b", result, "", "", 0, 0.0, {})
+
+    board = match.Scoreboard()
+    # game 1 (A black) finishes before game 0; game 3 is still running
+    for index, result in ((1, "0-1"), (0, "1/2-1/2"), (2, "1-0")):
+        board.add(rec(index, result))
+    assert board.wdl() == (2, 1, 0)  # A won game 1 as Black and game 2 as White
+    assert board.pairs() == [0, 0, 0, 1, 0]  # pair 0: ½ + 1 = 1½ points; pair 1 incomplete
+    board.add(rec(3, "*"))
+    assert board.pairs() == [0, 0, 0, 1, 0] and board.wdl() == (2, 1, 0)
+
+
+def test_threefold_only_when_it_happens() -> None:
+    board = chess.Board()
+    for uci in ("g1f3", "g8f6", "f3g1", "f6g8", "g1f3", "g8f6", "f3g1"):
+        board.push_uci(uci)
+    # Black *could* claim by repeating now; the game is not over until it does
+    assert match.rules_outcome(board) is None
+    board.push_uci("f6g8")
+    over = match.rules_outcome(board)
+    assert over is not None and over.result == "1/2-1/2" and over.reason == "threefold repetition"
+
+
+def test_eval_streak_needs_both_engines() -> None:
+    streak = match.EvalStreak(threshold=500, moves=2)
+    for cp in (600, 700, 800):
+        streak.push(cp)
+    assert streak.winner() is None  # only 3 plies
+    streak.push(900)
+    assert streak.winner() == chess.WHITE
+    streak.push(-100)  # one engine disagrees
+    assert streak.winner() is None
+
+
+def test_format_comment() -> None:
+    info = {"score": chess.engine.PovScore(chess.engine.Cp(35), chess.WHITE), "depth": 12}
+    assert match.format_comment(info, 0.1042) == "+0.35/12 0.104s"
+    mate = {"score": chess.engine.PovScore(chess.engine.Mate(-3), chess.BLACK)}
+    assert match.format_comment(mate, 1.0) == "-M3 1.000s"
+    assert match.format_comment({}, 0.5) == "0.500s"
