@@ -1,0 +1,1 @@
+"""oneply as a Lichess BOT: `oneply bot [--config config.yml]` (see bot/main.py)."""

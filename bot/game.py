@@ -1,0 +1,346 @@
+"""One Lichess game: follow its stream, keep the board, move on our turn, save the PGN.
+
+The board is rebuilt from the server's move list on every state, so a reconnect, a rejected
+move or a missed event can never leave us on a different position from Lichess: the server
+is the truth and we resync from it. Clocks arrive as int milliseconds in `gameFull.state`
+but as `timedelta` in `gameState` (berserk converts only those); `millis` reads both.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import chess
+import chess.pgn
+from berserk.exceptions import ResponseError
+
+from bot.batcher import Fallback, InferenceBatcher
+from bot.config import BotConfig
+from bot.lichess import Lichess, RateLimited, is_transient, status_of
+from engine.policy import MovePolicy
+
+log = logging.getLogger("oneply.bot")
+
+RUNNING = {"created", "started"}
+DRAWN = {"draw", "stalemate", "outoftime", "insufficientMaterial", "timeout"}
+MAX_THINK_S = 10.0
+
+
+class Resync(Exception):
+    """The server rejected a move: reconnect the game stream and play from its state."""
+
+
+def millis(value: Any) -> int | None:
+    """Clock values: int ms (gameFull.state), timedelta (berserk's gameState), or absent."""
+    if value is None:
+        return None
+    if isinstance(value, dt.timedelta):
+        return int(value.total_seconds() * 1000)
+    return int(value)
+
+
+def think_time(remaining_ms: int | None, increment_ms: int | None) -> float:
+    """Seconds we may spend on this move: a slice of the clock plus most of the increment,
+    never more than a third of what is left (the policy's fallbacks respect the deadline)."""
+    if remaining_ms is None:
+        return MAX_THINK_S  # correspondence / unlimited
+    remaining, increment = remaining_ms / 1000, (increment_ms or 0) / 1000
+    budget = min(remaining / 30 + increment * 0.7, remaining / 3)
+    return max(0.02, min(MAX_THINK_S, budget))
+
+
+def pgn_result(status: str, winner: str | None) -> str:
+    if winner == "white":
+        return "1-0"
+    if winner == "black":
+        return "0-1"
+    return "1/2-1/2" if status in DRAWN else "*"
+
+
+@dataclass
+class Services:
+    """What every game shares: the client, the config and the inference worker."""
+
+    lichess: Lichess
+    config: BotConfig
+    batcher: InferenceBatcher
+    fallback: Fallback
+    new_policy: Callable[[], MovePolicy]
+    model_name: str = "oneply"
+
+
+class Game:
+    """One game's loop (runs in its own thread)."""
+
+    def __init__(self, game_id: str, services: Services, stop: threading.Event | None = None):
+        self.id = game_id
+        self.s = services
+        self.stop = stop or threading.Event()
+        self.color: chess.Color = chess.WHITE
+        self.initial_fen = chess.STARTING_FEN
+        self.board = chess.Board()
+        self.full: dict[str, Any] = {}
+        self.state: dict[str, Any] = {}
+        self.status = "created"
+        self.winner: str | None = None
+        self.moved_at_ply: int | None = None
+        self.last_win: float | None = None
+        self.low_win_moves = 0
+        self.draw_answered_ply: int | None = None
+        self.greeted = False
+        self.abort_timer: threading.Timer | None = None
+        self.pgn_path: Path | None = None
+
+    @property
+    def finished(self) -> bool:
+        return self.status not in RUNNING
+
+    @property
+    def opponent(self) -> dict[str, Any]:
+        return self.full.get("black" if self.color == chess.WHITE else "white") or {}
+
+    # -- the stream loop ------------------------------------------------------------------
+
+    def run(self) -> None:
+        log.info("event=game_start game=%s", self.id)
+        policy = self.s.new_policy()
+        policy.new_game()
+        backoff = self.s.lichess.backoff()
+        try:
+            while not self.finished and not self.stop.is_set():
+                try:
+                    self._follow_stream(policy)
+                    backoff.reset()
+                except Resync:
+                    continue
+                except RateLimited:
+                    continue  # the next call waits out the pause
+                except Exception as error:
+                    if not is_transient(error):
+                        log.error("event=game_error game=%s error=%r", self.id, error)
+                        if status_of(error) == 404:
+                            self.status = "gone"
+                        if status_of(error) is not None:
+                            break
+                    delay = backoff.next_delay()
+                    log.warning(
+                        "event=game_reconnect game=%s error=%s delay_s=%.2f",
+                        self.id,
+                        type(error).__name__,
+                        delay,
+                    )
+                    self.stop.wait(delay)
+        finally:
+            self._cancel_abort_timer()
+            policy.close()
+        if self.full and (self.finished or self.status == "gone"):
+            self._game_over()
+
+    def _follow_stream(self, policy: MovePolicy) -> None:
+        """Handle events until the game ends or the stream breaks (then the caller reconnects
+        and the first event, a fresh gameFull, resyncs the board)."""
+        self.moved_at_ply = None
+        for event in self.s.lichess.stream_game(self.id):
+            kind = event.get("type")
+            if kind == "gameFull":
+                self._on_full(event)
+                self._on_state(event.get("state") or {}, policy)
+            elif kind == "gameState":
+                self._on_state(event, policy)
+            elif kind == "chatLine":
+                log.info("event=chat game=%s user=%s", self.id, event.get("username"))
+            elif kind == "opponentGone":
+                log.info("event=opponent_gone game=%s gone=%s", self.id, event.get("gone"))
+            if self.finished or self.stop.is_set():
+                return
+        if not self.finished:
+            log.warning("event=game_stream_ended game=%s", self.id)
+            raise ConnectionError("game stream ended before the game did")
+
+    def _on_full(self, full: dict[str, Any]) -> None:
+        self.full = full
+        me = self.s.lichess.username.lower()
+        white = (full.get("white") or {}).get("id", "")
+        self.color = chess.WHITE if str(white).lower() == me else chess.BLACK
+        fen = full.get("initialFen") or "startpos"
+        self.initial_fen = chess.STARTING_FEN if fen == "startpos" else fen
+        if not self.greeted:
+            self.greeted = True
+            self._say(self.s.config.greeting.hello, self.s.config.greeting.hello_spectators)
+            self._start_abort_timer()
+
+    def _on_state(self, state: dict[str, Any], policy: MovePolicy) -> None:
+        self.state = state
+        self.status = state.get("status", "started")
+        self.winner = state.get("winner")
+        board = chess.Board(self.initial_fen)
+        for uci in (state.get("moves") or "").split():
+            board.push_uci(uci)
+        self.board = board
+        if self.finished:
+            return
+        self._answer_draw_offer()
+        if board.turn == self.color and self.moved_at_ply != board.ply():
+            self._play(policy)
+
+    # -- moving ---------------------------------------------------------------------------
+
+    def _clock(self) -> tuple[int | None, int | None]:
+        side = "w" if self.color == chess.WHITE else "b"
+        return millis(self.state.get(f"{side}time")), millis(self.state.get(f"{side}inc"))
+
+    def choose(self, policy: MovePolicy, board: chess.Board, budget: float):
+        """(move, expected win or None, rule): the policy on the model's scores; on any
+        failure a fallback move, so that a bug never loses a game on time."""
+        deadline = time.monotonic() + budget
+        try:
+            scores = self.s.batcher.score(board, timeout=max(0.5, budget))
+            decision = policy.choose(board, scores, deadline)
+            return decision.move, decision.win, decision.rule
+        except Exception as error:
+            log.error("event=engine_failed game=%s error=%r", self.id, error)
+            move, rule = self.s.fallback.move(board)
+            return move, None, rule
+
+    def _play(self, policy: MovePolicy) -> None:
+        started = time.monotonic()
+        remaining, increment = self._clock()
+        board = self.board.copy()
+        move, win, rule = self.choose(policy, board, think_time(remaining, increment))
+        self.last_win = win
+        if self._should_resign(win):
+            log.info("event=resign game=%s win=%.3f", self.id, win)
+            self.s.lichess.resign(self.id)
+            return
+        try:
+            self.s.lichess.move(self.id, move.uci())
+        except ResponseError as error:
+            if error.status_code < 500 and error.status_code != 429:
+                log.warning("event=move_rejected game=%s move=%s", self.id, move.uci())
+                raise Resync from error
+            raise
+        self.moved_at_ply = board.ply()
+        log.info(
+            "event=move game=%s ply=%d move=%s win=%s rule=%s time_ms=%d clock_ms=%s",
+            self.id,
+            board.ply(),
+            move.uci(),
+            "-" if win is None else f"{win:.3f}",
+            rule,
+            (time.monotonic() - started) * 1000,
+            remaining,
+        )
+
+    def _should_resign(self, win: float | None) -> bool:
+        rules = self.s.config.resign
+        if not rules.enabled or win is None:
+            return False
+        self.low_win_moves = self.low_win_moves + 1 if win < rules.max_win else 0
+        return self.low_win_moves >= rules.moves
+
+    def _answer_draw_offer(self) -> None:
+        """Accept the opponent's draw offer when config.yml's draw rule says so."""
+        rules = self.s.config.draw
+        offer_key = "bdraw" if self.color == chess.WHITE else "wdraw"
+        ply = self.board.ply()
+        if not self.state.get(offer_key) or self.draw_answered_ply == ply:
+            return
+        self.draw_answered_ply = ply
+        won_enough = self.last_win is not None and self.last_win > rules.max_win
+        if rules.accept and self.board.fullmove_number >= rules.min_moves and not won_enough:
+            log.info("event=draw_accepted game=%s ply=%d", self.id, ply)
+            self.s.lichess.accept_draw(self.id)
+
+    # -- abort, chat, end -----------------------------------------------------------------
+
+    def opponent_has_moved(self) -> bool:
+        first_opponent_ply = 1 if self.color == chess.WHITE else 0
+        start_ply = chess.Board(self.initial_fen).ply()
+        return self.board.ply() - start_ply > first_opponent_ply
+
+    def _start_abort_timer(self) -> None:
+        if self.opponent_has_moved():
+            return
+        self.abort_timer = threading.Timer(self.s.config.abort_time, self._abort_if_idle)
+        self.abort_timer.daemon = True
+        self.abort_timer.start()
+
+    def _cancel_abort_timer(self) -> None:
+        if self.abort_timer is not None:
+            self.abort_timer.cancel()
+
+    def _abort_if_idle(self) -> None:
+        if self.finished or self.opponent_has_moved():
+            return
+        log.info("event=abort game=%s reason=no_first_move", self.id)
+        try:
+            self.s.lichess.abort(self.id)
+        except Exception as error:
+            log.warning("event=abort_failed game=%s error=%r", self.id, error)
+
+    def _say(self, player_text: str, spectator_text: str) -> None:
+        names = {
+            "opponent": self.opponent.get("name") or self.opponent.get("id") or "opponent",
+            "me": self.s.lichess.username,
+            "model": self.s.model_name,
+        }
+        for text, spectator in ((player_text, False), (spectator_text, True)):
+            if not text:
+                continue
+            try:
+                self.s.lichess.chat(self.id, text.format(**names), spectator=spectator)
+            except Exception as error:  # chat is courtesy; never let it stop the game
+                log.warning("event=chat_failed game=%s error=%r", self.id, error)
+
+    def _game_over(self) -> None:
+        result = pgn_result(self.status, self.winner)
+        if self.status not in ("aborted", "noStart", "gone"):
+            self._say(self.s.config.greeting.goodbye, self.s.config.greeting.goodbye_spectators)
+        self.pgn_path = self.save_pgn(result)
+        log.info(
+            "event=game_end game=%s status=%s winner=%s result=%s plies=%d pgn=%s",
+            self.id,
+            self.status,
+            self.winner,
+            result,
+            self.board.ply(),
+            self.pgn_path,
+        )
+
+    def to_pgn(self, result: str) -> chess.pgn.Game:
+        game = chess.pgn.Game.from_board(self.board)
+        white, black = self.full.get("white") or {}, self.full.get("black") or {}
+        rated = "Rated" if self.full.get("rated") else "Casual"
+        game.headers.update(
+            {
+                "Event": f"{rated} {self.full.get('speed', '')} game".replace("  ", " "),
+                "Site": f"{self.s.config.url.rstrip('/')}/{self.id}",
+                "Date": dt.date.today().strftime("%Y.%m.%d"),
+                "White": str(white.get("name") or white.get("id") or "?"),
+                "Black": str(black.get("name") or black.get("id") or "?"),
+                "Result": result,
+                "Termination": self.status,
+            }
+        )
+        for color, player in (("White", white), ("Black", black)):
+            if player.get("rating"):
+                game.headers[f"{color}Elo"] = str(player["rating"])
+        return game
+
+    def save_pgn(self, result: str) -> Path | None:
+        try:
+            directory = Path(self.s.config.pgn_directory)
+            directory.mkdir(parents=True, exist_ok=True)
+            path = directory / f"{self.id}.pgn"
+            path.write_text(str(self.to_pgn(result)) + "\n\n")
+            return path
+        except OSError as error:
+            log.error("event=pgn_failed game=%s error=%r", self.id, error)
+            return None

@@ -1,0 +1,268 @@
+"""`oneply bot`: play on Lichess as a BOT account, configured by config.yml.
+
+The main thread follows the account's event stream (challenges, game starts) and answers
+challenges; each game runs in its own thread (bot/game.py); one inference worker batches the
+positions of all games (bot/batcher.py). On start-up and after every reconnect of the event
+stream, games already in progress are picked up from /api/account/playing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import logging
+import sys
+import threading
+from typing import Any
+
+from bot.batcher import Fallback, InferenceBatcher
+from bot.challenges import decline_reason
+from bot.config import BotConfig, ConfigError, load_config
+from bot.game import Game, Services
+from bot.lichess import Lichess, RateLimited, SetupError, status_of
+from engine.model_file import ModelFileError
+from engine.policy import MovePolicy, PolicyConfig
+
+log = logging.getLogger("oneply.bot")
+
+
+def policy_factory(config: BotConfig):
+    """A function that makes one MovePolicy per game from `engine.policy`; unknown keys are
+    a ConfigError now rather than a crash in the first game."""
+    allowed = [f.name for f in dataclasses.fields(PolicyConfig)]
+    for key in config.engine.policy:
+        if key not in allowed:
+            raise ConfigError(
+                f"unknown config key 'engine.policy.{key}'. "
+                f"Allowed keys here: {', '.join(allowed) or '(none in this version)'}"
+            )
+    try:
+        PolicyConfig(**config.engine.policy)
+    except (TypeError, ValueError) as error:
+        raise ConfigError(f"engine.policy: {error}") from None
+    return lambda: MovePolicy(PolicyConfig(**config.engine.policy))
+
+
+class Bot:
+    """The event loop: challenges in, one thread per game out."""
+
+    def __init__(self, config: BotConfig, scorer: Any = None, lichess: Lichess | None = None):
+        self.config = config
+        self.lichess = lichess or Lichess(config)
+        self.scorer = scorer
+        self.stop_event = threading.Event()
+        self.games: dict[str, tuple[Game, threading.Thread]] = {}
+        self.accepted: set[str] = set()
+        self.finished: list[Game] = []
+        self._lock = threading.Lock()
+        self.services: Services | None = None
+
+    # -- set-up -------------------------------------------------------------------------------
+
+    def start_services(self) -> Services:
+        new_policy = policy_factory(self.config)
+        if self.scorer is None:
+            from engine.inference import Scorer  # onnxruntime loads only when we play
+
+            self.scorer = Scorer(self.config.engine.model, self.config.engine.threads)
+        engine = self.config.engine
+        stockfish = engine.stockfish_path if engine.fallback == "stockfish" else None
+        model_name = getattr(getattr(self.scorer, "path", None), "name", "oneply")
+        self.services = Services(
+            lichess=self.lichess,
+            config=self.config,
+            batcher=InferenceBatcher(self.scorer, engine.batch_window_ms / 1000),
+            fallback=Fallback(stockfish, engine.fallback_time),
+            new_policy=new_policy,
+            model_name=model_name,
+        )
+        return self.services
+
+    def run(self) -> int:
+        """Check the account, then play until stopped. Returns the process exit code."""
+        account = self.lichess.check_bot_account()
+        log.info("event=connected user=%s url=%s", account.get("username"), self.config.url)
+        self.start_services()
+        try:
+            self._event_loop()
+        finally:
+            self.shutdown()
+        return 0
+
+    # -- the event stream -----------------------------------------------------------------
+
+    def _event_loop(self) -> None:
+        backoff = self.lichess.backoff()
+        while not self.stop_event.is_set():
+            try:
+                self.pick_up_ongoing()
+                for event in self.lichess.stream_events():
+                    backoff.reset()
+                    self.handle_event(event)
+                    if self.stop_event.is_set():
+                        return
+                raise ConnectionError("event stream ended")
+            except RateLimited:
+                continue  # the stream call waits out its pause
+            except Exception as error:
+                if status_of(error) == 401:
+                    raise SetupError("Lichess rejected the token (HTTP 401)") from None
+                delay = backoff.next_delay()
+                log.warning(
+                    "event=stream_reconnect stream=events error=%s status=%s delay_s=%.2f",
+                    type(error).__name__,
+                    status_of(error),
+                    delay,
+                )
+                self.stop_event.wait(delay)
+
+    def pick_up_ongoing(self) -> None:
+        """Games already in progress (a restart, or events missed while disconnected)."""
+        try:
+            ongoing = self.lichess.ongoing_games()
+        except Exception as error:
+            log.warning("event=ongoing_failed error=%r", error)
+            return
+        for game in ongoing:
+            game_id = game.get("gameId") or game.get("id")
+            if game_id:
+                self.start_game(game_id)
+
+    def handle_event(self, event: dict[str, Any]) -> None:
+        kind = event.get("type")
+        if kind == "challenge":
+            self.on_challenge(event.get("challenge") or {})
+        elif kind == "gameStart":
+            game = event.get("game") or {}
+            self.start_game(game.get("gameId") or game.get("id"))
+        elif kind in ("gameFinish", "challengeCanceled", "challengeDeclined"):
+            item = event.get("game") or event.get("challenge") or {}
+            log.info("event=%s id=%s", kind, item.get("gameId") or item.get("id"))
+
+    def active_games(self) -> int:
+        with self._lock:
+            alive = sum(thread.is_alive() for _, thread in self.games.values())
+            return alive + len(self.accepted)
+
+    def on_challenge(self, challenge: dict[str, Any]) -> None:
+        challenge_id = challenge.get("id", "")
+        challenger = (challenge.get("challenger") or {}).get("id")
+        if challenge.get("direction") == "out" or challenger == self.lichess.username.lower():
+            return  # our own challenge, echoed back
+        reason = decline_reason(challenge, self.config.challenge, self.active_games())
+        try:
+            if reason is None:
+                with self._lock:
+                    self.accepted.add(challenge_id)
+                self.lichess.accept(challenge_id)
+                log.info("event=challenge_accepted id=%s from=%s", challenge_id, challenger)
+            else:
+                self.lichess.decline(challenge_id, reason)
+                log.info(
+                    "event=challenge_declined id=%s from=%s reason=%s",
+                    challenge_id,
+                    challenger,
+                    reason,
+                )
+        except Exception as error:  # a challenge that vanished is not worth stopping for
+            with self._lock:
+                self.accepted.discard(challenge_id)
+            log.warning("event=challenge_failed id=%s error=%r", challenge_id, error)
+
+    # -- games --------------------------------------------------------------------------------
+
+    def start_game(self, game_id: str | None) -> None:
+        if not game_id or self.services is None:
+            return
+        with self._lock:
+            self.accepted.discard(game_id)
+            running = self.games.get(game_id)
+            if running and running[1].is_alive():
+                return
+            game = Game(game_id, self.services, self.stop_event)
+            thread = threading.Thread(
+                target=self._play, args=(game,), name=f"game-{game_id}", daemon=True
+            )
+            self.games[game_id] = (game, thread)
+        thread.start()
+
+    def _play(self, game: Game) -> None:
+        try:
+            game.run()
+        except Exception:
+            log.exception("event=game_crashed game=%s", game.id)
+        finally:
+            with self._lock:
+                self.finished.append(game)
+
+    def stop(self) -> None:
+        self.stop_event.set()
+
+    def shutdown(self) -> None:
+        self.stop_event.set()
+        for _, thread in list(self.games.values()):
+            thread.join(timeout=2)
+        if self.services is not None:
+            self.services.batcher.close()
+            self.services.fallback.close()
+
+
+# -- the CLI ------------------------------------------------------------------------------------
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--config", default="config.yml", help="bot settings (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--upgrade",
+        action="store_true",
+        help="upgrade the token's account to a BOT account (irreversible; asks first)",
+    )
+    parser.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING (default INFO)")
+
+
+def setup_logging(level: str) -> None:
+    logging.basicConfig(
+        level=level.upper(),
+        format="%(asctime)s %(levelname)s %(threadName)s %(message)s",
+        stream=sys.stderr,
+    )
+    logging.getLogger("berserk").setLevel(logging.INFO)  # DEBUG would log the token
+
+
+def upgrade(lichess: Lichess, confirm=input) -> int:
+    """Upgrade the account to BOT after the operator types its name back."""
+    lichess.check_token()
+    account = lichess.account()
+    name = account.get("username", "")
+    if account.get("title") == "BOT":
+        print(f"{name} is already a BOT account.")
+        return 0
+    print(
+        f"Upgrading {name} to a BOT account is irreversible: it can then never play as a "
+        "human, and Lichess only allows it for accounts that never played a game."
+    )
+    if confirm(f"Type the account name ({name}) to confirm: ").strip().lower() != name.lower():
+        print("Not upgraded.")
+        return 1
+    lichess.upgrade()
+    print(f"{name} is now a BOT account.")
+    return 0
+
+
+def run(args: argparse.Namespace) -> int:
+    setup_logging(args.log_level)
+    try:
+        config = load_config(args.config)
+        policy_factory(config)
+        lichess = Lichess(config)
+        if args.upgrade:
+            return upgrade(lichess)
+        bot = Bot(config, lichess=lichess)
+        return bot.run()
+    except (ConfigError, SetupError, ModelFileError) as error:
+        print(f"oneply bot: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130

@@ -1,0 +1,374 @@
+"""End-to-end tests of `oneply bot`: the real bot code and the real berserk client against
+the fake Lichess server in tests/lichess_server.py (no mocks of berserk or requests)."""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import logging
+import shutil
+import threading
+import time
+from argparse import Namespace
+from pathlib import Path
+
+import chess
+import chess.engine
+import chess.pgn
+import pytest
+import yaml
+
+from bot import main as bot_main
+from bot.batcher import InferenceBatcher
+from bot.challenges import decline_reason
+from bot.config import ChallengeConfig, ConfigError, load_config, parse_config
+from bot.game import millis, think_time
+from bot.lichess import Backoff, Lichess, SetupError
+from bot.main import Bot
+from engine.inference import Scorer
+from tests.lichess_server import BOT, FakeLichess, idle_opponent, random_opponent
+
+REPO = Path(__file__).resolve().parent.parent
+STOCKFISH = shutil.which("stockfish") or "/usr/games/stockfish"
+
+
+@pytest.fixture(scope="module")
+def scorer() -> Scorer:
+    return Scorer(threads=1)
+
+
+@pytest.fixture
+def server():
+    fake = FakeLichess().start()
+    yield fake
+    fake.stop()
+
+
+def make_config(server: FakeLichess, tmp_path: Path, **sections):
+    """Test timings: everything small, so that each scenario takes a few seconds."""
+    data = {
+        "url": server.url,
+        "token": "good-token",
+        "pgn_directory": str(tmp_path / "games"),
+        "abort_time": 20.0,
+        "http": {
+            "connect_timeout": 2,
+            "read_timeout": 0.8,
+            "backoff_base": 0.05,
+            "backoff_max": 0.3,
+        },
+        "rate_limit": {"pause_429": 0.3},
+        "engine": {"fallback": "random"},
+        "greeting": {"hello": "hi {opponent}, I am {me}", "goodbye": "gg {opponent}"},
+    }
+    for key, value in sections.items():
+        if isinstance(value, dict):
+            data.setdefault(key, {}).update(value)
+        else:
+            data[key] = value
+    return parse_config(data, env={})
+
+
+@contextlib.contextmanager
+def running_bot(config, scorer, server: FakeLichess):
+    bot = Bot(config, scorer=scorer)
+    errors: list[BaseException] = []
+
+    def target() -> None:
+        try:
+            bot.run()
+        except BaseException as error:  # surfaced in the test below
+            errors.append(error)
+
+    thread = threading.Thread(target=target, daemon=True)
+    thread.start()
+    try:
+        yield bot
+    finally:
+        bot.stop()
+        server.push_event({"type": "wake"})  # unblock the event stream so the loop sees stop
+        thread.join(5)
+    assert not errors, errors
+
+
+def finished(server: FakeLichess, game_id: str) -> bool:
+    game = server.games.get(game_id)
+    return game is not None and game.status != "started"
+
+
+def wait_pgn(config, game_id: str, timeout: float = 10.0) -> chess.pgn.Game:
+    path = Path(config.pgn_directory) / f"{game_id}.pgn"
+    deadline = time.monotonic() + timeout
+    while not path.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    with path.open() as handle:
+        return chess.pgn.read_game(handle)
+
+
+# -- config -------------------------------------------------------------------------------------
+
+
+def test_repo_config_loads_with_defaults():
+    config = load_config(REPO / "config.yml", env={})
+    assert config == parse_config({}, env={})  # the documented values are the defaults
+    assert config.url == "https://lichess.org"
+    assert config.rate_limit.pause_429 >= 60
+    assert config.challenge.max_games >= 1
+
+
+def test_config_errors_name_the_key(tmp_path: Path):
+    with pytest.raises(ConfigError, match=r"'challenge.max_gmaes'.*max_games"):
+        parse_config({"challenge": {"max_gmaes": 3}}, env={})
+    with pytest.raises(ConfigError, match=r"'http.read_timeout' must be float"):
+        parse_config({"http": {"read_timeout": "fast"}}, env={})
+    with pytest.raises(ConfigError, match="at least 60"):
+        parse_config({"rate_limit": {"pause_429": 5}}, env={})
+    with pytest.raises(ConfigError, match="engine.policy.no_such_field"):
+        bot_main.policy_factory(parse_config({"engine": {"policy": {"no_such_field": 1}}}, env={}))
+    config = parse_config({"token": "from-file"}, env={"LICHESS_BOT_TOKEN": "from-env"})
+    assert config.token == "from-env" and "from-env" not in repr(config)
+
+
+def test_decline_reasons_unit():
+    config = ChallengeConfig(humans=False, allow_list=["friend"])
+    human = {"challenger": {"id": "friend"}, "speed": "blitz", "timeControl": {"limit": 180}}
+    assert decline_reason(human, config, 0) == "onlyBot"
+    stranger = {"challenger": {"id": "x", "title": "BOT"}, "speed": "blitz"}
+    assert decline_reason(stranger, config, 0) == "generic"
+
+
+def test_clock_values_int_and_timedelta():
+    assert millis(61_000) == 61_000
+    assert millis(dt.timedelta(seconds=61)) == 61_000
+    assert millis(None) is None
+    assert 0.02 <= think_time(1_000, 0) < 1
+    assert think_time(None, None) == 10.0
+
+
+def test_backoff_grows_with_jitter_and_caps():
+    backoff = Backoff(0.1, 1.0)
+    delays = [backoff.next_delay() for _ in range(8)]
+    assert 0.05 <= delays[0] < 0.1 and delays[1] >= 0.1 and max(delays) <= 1.0
+
+
+def test_batcher_batches_concurrent_positions(scorer):
+    batcher = InferenceBatcher(scorer, window_s=0.05)
+    boards = []
+    for uci in ["e2e4", "d2d4", "g1f3", "c2c4", "b2b3", "g2g3", "f2f4", "a2a3"]:
+        boards.append(chess.Board())
+        boards[-1].push_uci(uci)
+    futures = [batcher.submit(b) for b in boards]
+    results = [f.result(10) for f in futures]
+    batcher.close()
+    assert batcher.batches <= 2 and batcher.positions == 8
+    assert all(len(r) == 20 for r in results)
+
+
+# -- start-up checks ----------------------------------------------------------------------------
+
+
+def test_invalid_token(server, tmp_path, capsys, monkeypatch):
+    path = tmp_path / "config.yml"
+    path.write_text(yaml.safe_dump({"url": server.url, "rate_limit": {"pause_429": 1}}))
+    monkeypatch.setenv("LICHESS_BOT_TOKEN", "secret-bad-token")
+    code = bot_main.run(Namespace(config=str(path), upgrade=False, log_level="INFO"))
+    err = capsys.readouterr().err
+    assert code == 2 and "not valid" in err and "secret-bad-token" not in err
+
+
+def test_token_without_bot_play(server, tmp_path):
+    server.tokens["board-token"] = {"scopes": "board:play,challenge:read", "user": BOT}
+    config = make_config(server, tmp_path, token="board-token")
+    with pytest.raises(SetupError, match="lacks scope bot:play"):
+        Lichess(config).check_bot_account()
+
+
+def test_not_a_bot_account_then_upgrade(server, tmp_path):
+    server.titles[BOT] = None
+    lichess = Lichess(make_config(server, tmp_path))
+    with pytest.raises(SetupError, match="oneply bot --upgrade"):
+        lichess.check_bot_account()
+    assert bot_main.upgrade(lichess, confirm=lambda prompt: "no") == 1
+    assert server.titles[BOT] is None
+    assert bot_main.upgrade(lichess, confirm=lambda prompt: "OneplyBot") == 0
+    assert lichess.check_bot_account()["title"] == "BOT"
+
+
+# -- challenges ---------------------------------------------------------------------------------
+
+
+def test_challenges_accepted_and_declined_per_filter(server, tmp_path, scorer):
+    config = make_config(
+        server,
+        tmp_path,
+        challenge={
+            "speeds": ["blitz", "rapid"],
+            "max_base": 900,
+            "modes": ["casual"],
+            "bots": False,
+            "min_rating": 1000,
+            "max_rating": 2500,
+            "block_list": ["troll"],
+            "max_games": 1,
+        },
+    )
+    with running_bot(config, scorer, server):
+        accepted = server.challenge(color="black", opponent=idle_opponent)
+        assert server.wait_for(lambda: accepted in server.games)
+        expected = {
+            server.challenge(variant="chess960"): "variant",
+            server.challenge(variant="fromPosition", initial_fen="8/8/8/8/8/8/8/K6k w - - 0 1"): (
+                "standard"
+            ),
+            server.challenge(speed="bullet", limit=60, increment=0): "tooFast",
+            server.challenge(speed="rapid", limit=1800, increment=0): "tooSlow",
+            server.challenge(correspondence=True): "tooSlow",
+            server.challenge(rated=True): "casual",
+            server.challenge(challenger="somebot", title="BOT"): "noBot",
+            server.challenge(rating=800): "generic",
+            server.challenge(challenger="troll"): "generic",
+            server.challenge(): "later",  # max_games=1 and one game is running
+        }
+        assert server.wait_for(lambda: len(server.declined) == len(expected))
+    assert server.accepted == [accepted]
+    assert server.declined == expected
+
+
+def test_500_on_accept_is_retried(server, tmp_path, scorer):
+    server.accept_500 = 1
+    with running_bot(make_config(server, tmp_path), scorer, server):
+        game_id = server.challenge(resign_at_ply=4)
+        assert server.wait_for(lambda: finished(server, game_id))
+    assert [status for _, status in server.hits("POST", "/accept")] == [500, 200]
+
+
+# -- games --------------------------------------------------------------------------------------
+
+
+def stockfish_opponent(engine: chess.engine.SimpleEngine):
+    return lambda board: engine.play(board, chess.engine.Limit(depth=6)).move.uci()
+
+
+@pytest.mark.skipif(not Path(STOCKFISH).exists(), reason="needs Stockfish as the opponent")
+def test_full_game_to_checkmate_saves_pgn(server, tmp_path, scorer, caplog):
+    caplog.set_level(logging.INFO, logger="oneply.bot")
+    config = make_config(server, tmp_path)
+    with chess.engine.SimpleEngine.popen_uci(STOCKFISH) as engine:
+        with running_bot(config, scorer, server):
+            game_id = server.challenge(color="white", opponent=stockfish_opponent(engine))
+            assert server.wait_for(lambda: finished(server, game_id), timeout=60)
+            pgn = wait_pgn(config, game_id)
+    game = server.games[game_id]
+    assert game.status == "mate" and game.winner == "black"
+    assert pgn.headers["Result"] == "0-1" and pgn.headers["White"] == "OneplyBot"
+    assert [m.uci() for m in pgn.mainline_moves()] == game.moves
+    assert pgn.end().board().is_checkmate()
+    texts = [text for gid, _, text in server.chat if gid == game_id]
+    assert "hi Human1, I am OneplyBot" in texts and "gg Human1" in texts
+    moves = [r.getMessage() for r in caplog.records if "event=move " in r.getMessage()]
+    assert moves and all(f"game={game_id}" in m and "rule=" in m and "time_ms=" in m for m in moves)
+    assert "good-token" not in caplog.text
+
+
+def test_two_concurrent_games(server, tmp_path, scorer):
+    config = make_config(server, tmp_path)
+    with running_bot(config, scorer, server) as bot:
+        ids = [
+            server.challenge(color="white", opponent=random_opponent(1), resign_at_ply=25),
+            server.challenge(color="black", opponent=random_opponent(2), resign_at_ply=24),
+        ]
+        assert server.wait_for(lambda: all(finished(server, i) for i in ids), timeout=30)
+        pgns = [wait_pgn(config, i) for i in ids]
+        overlap = server.wait_for(lambda: len(bot.finished) == 2)
+    assert overlap
+    assert [p.headers["Result"] for p in pgns] == ["1-0", "0-1"]
+    assert [len(server.games[i].moves) for i in ids] == [25, 24]
+
+
+def test_game_stream_dropped_mid_game_is_resumed(server, tmp_path, scorer):
+    config = make_config(server, tmp_path)
+    with running_bot(config, scorer, server):
+        game_id = server.challenge(color="white", resign_at_ply=17)
+        server.drop_game_stream_at_ply[game_id] = 6
+        assert server.wait_for(lambda: finished(server, game_id), timeout=20)
+        pgn = wait_pgn(config, game_id)
+    assert server.game_connections[game_id] >= 2
+    assert len(list(pgn.mainline_moves())) == 17
+    assert all(status == 200 for _, status in server.hits("POST", "/move/"))
+
+
+def test_stalled_event_stream_reconnects(server, tmp_path, scorer):
+    server.stall_event_stream = 1
+    with running_bot(make_config(server, tmp_path), scorer, server):
+        game_id = server.challenge(resign_at_ply=2)
+        assert server.wait_for(lambda: finished(server, game_id), timeout=10)
+    assert server.event_connections >= 2
+
+
+def test_429_on_move_pauses_the_endpoint(server, tmp_path, scorer):
+    server.move_429 = 1
+    server.move_429_retry_after = 1  # longer than the configured 0.3 s: the response wins
+    with running_bot(make_config(server, tmp_path), scorer, server):
+        game_id = server.challenge(color="white", resign_at_ply=7)
+        assert server.wait_for(lambda: finished(server, game_id), timeout=15)
+    hits = server.hits("POST", "/move/")
+    assert [s for _, s in hits].count(429) == 1
+    first, second = hits[0], hits[1]
+    assert first[1] == 429 and second[0] - first[0] >= 1.0
+    assert len(server.games[game_id].moves) == 7
+
+
+def test_rejected_move_resyncs_from_server(server, tmp_path, scorer):
+    server.reject_moves = 1
+    with running_bot(make_config(server, tmp_path), scorer, server):
+        game_id = server.challenge(color="white", resign_at_ply=7)
+        assert server.wait_for(lambda: finished(server, game_id), timeout=15)
+    assert server.game_connections[game_id] >= 2
+    assert len(server.games[game_id].moves) == 7
+
+
+def test_ongoing_game_is_picked_up_at_start(server, tmp_path, scorer):
+    game = server.start_game("ongoing1", chess.BLACK, random_opponent(3), announce=False)
+    game.resign_at_ply = 10
+    with running_bot(make_config(server, tmp_path), scorer, server):
+        assert server.wait_for(lambda: finished(server, "ongoing1"), timeout=15)
+        # a game that starts while the event stream is down is found after the reconnect
+        assert server.wait_for(lambda: server.event_connections == 1)
+        missed = server.start_game("missed1", chess.WHITE, random_opponent(4), announce=False)
+        missed.resign_at_ply = 7
+        server.drop_event_stream = 1
+        assert server.wait_for(lambda: finished(server, "missed1"), timeout=15)
+    assert len(game.moves) == 10 and len(missed.moves) == 7
+    assert server.event_connections >= 2
+
+
+def test_abort_when_opponent_never_moves(server, tmp_path, scorer):
+    config = make_config(server, tmp_path, abort_time=0.5)
+    with running_bot(config, scorer, server):
+        game_id = server.challenge(color="white", opponent=idle_opponent)
+        assert server.wait_for(lambda: finished(server, game_id), timeout=10)
+        pgn = wait_pgn(config, game_id)
+    assert server.games[game_id].status == "aborted"
+    assert pgn.headers["Result"] == "*"
+
+
+def test_draw_offer_accepted_by_rule(server, tmp_path, scorer):
+    config = make_config(server, tmp_path, draw={"accept": True, "min_moves": 1, "max_win": 1.0})
+    with running_bot(config, scorer, server):
+        game_id = server.challenge(color="black", opponent_draw_offer=True)
+        assert server.wait_for(lambda: finished(server, game_id), timeout=10)
+    assert server.games[game_id].status == "draw"
+
+
+class BrokenScorer:
+    def score_many(self, boards):
+        raise RuntimeError("model crashed")
+
+
+def test_inference_failure_still_moves(server, tmp_path, caplog):
+    caplog.set_level(logging.INFO, logger="oneply.bot")
+    with running_bot(make_config(server, tmp_path), BrokenScorer(), server):
+        game_id = server.challenge(color="white", resign_at_ply=7)
+        assert server.wait_for(lambda: finished(server, game_id), timeout=10)
+    assert len(server.games[game_id].moves) == 7
+    assert "rule=fallback_random" in caplog.text
