@@ -54,7 +54,11 @@ def main(argv: list[str] | None = None) -> int:
     module = importlib.import_module(COMMANDS[name][0])
     parser = argparse.ArgumentParser(prog=f"oneply {name}", description=COMMANDS[name][1])
     module.add_arguments(parser)
-    return int(module.run(parser.parse_args(rest)) or 0)
+    try:
+        return int(module.run(parser.parse_args(rest)) or 0)
+    except BrokenPipeError:  # `oneply analyse | head`: the reader left, nothing to report
+        sys.stderr.close()
+        return 0
 
 
 if __name__ == "__main__":

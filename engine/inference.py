@@ -91,6 +91,7 @@ class Scorer:
     ):
         self.path = resolve_model_path(model)
         self.session, self.info = open_session(self.path, threads, providers)
+        self.score(chess.Board())  # warm-up: the first run allocates; keep it off the clock
 
     @property
     def provider(self) -> str:

@@ -1,0 +1,159 @@
+"""`oneply bench`: inference speed of the two layouts and of int8, for the same weights.
+
+On a fixed, committed set of positions (engine/data/bench_positions.txt: openings,
+middlegames, endgames and the 218-move position) it times one session run per position for
+
+* ``shared_fp32``  — the model file as shipped;
+* ``shared_int8``  — the same weights dynamically quantized (engine/graph.py);
+* ``per_move_fp32`` — the same weights rebuilt in the paper's layout, one 79-token sequence per
+  legal move (the baseline every public port of the paper runs).
+
+and reports ms per position (median, p90), positions per second, the speedup of shared int8
+over per_move fp32, and the accuracy cost of int8 (|Δ expected win| over every move).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import chess
+import numpy as np
+import onnx
+from tqdm import tqdm
+
+from engine.graph import build_model, quantize_int8, weights_of
+from engine.inference import Scorer
+from engine.model_file import ModelFileError
+
+POSITIONS_FILE = Path(__file__).parent / "data" / "bench_positions.txt"
+VARIANTS = ("shared_fp32", "shared_int8", "per_move_fp32")
+
+
+def load_positions(path: Path = POSITIONS_FILE, limit: int | None = None) -> list[chess.Board]:
+    fens = [line.strip() for line in path.read_text().splitlines() if line.strip()]
+    return [chess.Board(fen) for fen in fens[:limit]]
+
+
+def build_variants(model_path: Path, workdir: Path) -> dict[str, Path]:
+    """Model files for the three variants, all holding the weights of `model_path`."""
+    proto = onnx.load(str(model_path))
+    props = {p.key: p.value for p in proto.metadata_props}
+    if props.get("oneply.layout") != "shared" or props.get("oneply.quantization") == "int8":
+        raise ModelFileError(
+            f"{model_path}: bench needs an fp32 shared-layout model (it derives the int8 and "
+            "per_move variants from its weights); export one with `oneply export`."
+        )
+    config = json.loads(props["oneply.config"])
+    per_move = build_model(
+        weights_of(proto),
+        "per_move",
+        config["heads"],
+        config["layers"],
+        {**props, "oneply.layout": "per_move"},
+    )
+    paths = {"shared_fp32": model_path, "shared_int8": workdir / "int8.onnx"}
+    quantize_int8(model_path, paths["shared_int8"])
+    paths["per_move_fp32"] = workdir / "per_move.onnx"
+    onnx.save(per_move, str(paths["per_move_fp32"]))
+    return paths
+
+
+def time_variant(scorer: Scorer, boards: list[chess.Board], label: str) -> tuple[list, list]:
+    """Milliseconds per position (one session run each) and the expected wins it produced."""
+    times, wins = [], []
+    for board in tqdm(boards, desc=f"{label:<14}", unit="pos", leave=False, file=sys.stderr):
+        start = time.perf_counter()
+        scores = scorer.score(board)
+        times.append((time.perf_counter() - start) * 1000)
+        wins.append({s.move: s.win for s in scores})
+    return times, wins
+
+
+def summarise(times: list[float]) -> dict:
+    return {
+        "median": statistics.median(times),
+        "p90": float(np.percentile(times, 90)),
+        "positions_per_s": 1000 * len(times) / sum(times),
+    }
+
+
+def bench(model: str | None, threads: int, limit: int | None) -> dict:
+    boards = load_positions(limit=limit)
+    base = Scorer(model, threads=threads)
+    results, wins = {}, {}
+    with tempfile.TemporaryDirectory() as tmp:
+        paths = build_variants(base.path, Path(tmp))
+        for variant in VARIANTS:
+            scorer = base if variant == "shared_fp32" else Scorer(paths[variant], threads=threads)
+            times, wins[variant] = time_variant(scorer, boards, variant)
+            results[variant] = summarise(times)
+    deltas = [
+        abs(fp32[move] - int8[move])
+        for fp32, int8 in zip(wins["shared_fp32"], wins["shared_int8"], strict=True)
+        for move in fp32
+    ]
+    return {
+        "model": str(base.path),
+        "model_description": base.info.describe(),
+        "threads": threads,
+        "positions": len(boards),
+        "legal_moves_mean": float(np.mean([b.legal_moves.count() for b in boards])),
+        "ms_per_position": {v: round(results[v]["median"], 3) for v in VARIANTS},
+        "p90_ms_per_position": {v: round(results[v]["p90"], 3) for v in VARIANTS},
+        "positions_per_s": {v: round(results[v]["positions_per_s"], 1) for v in VARIANTS},
+        "speedup_shared_int8_vs_per_move": round(
+            results["per_move_fp32"]["median"] / results["shared_int8"]["median"], 2
+        ),
+        "speedup_shared_fp32_vs_per_move": round(
+            results["per_move_fp32"]["median"] / results["shared_fp32"]["median"], 2
+        ),
+        "int8_abs_win_delta": {"max": float(np.max(deltas)), "mean": float(np.mean(deltas))},
+    }
+
+
+def print_table(result: dict) -> None:
+    print(f"model     {result['model_description']}")
+    print(
+        f"positions {result['positions']} (mean {result['legal_moves_mean']:.1f} legal moves), "
+        f"threads {result['threads']}"
+    )
+    print()
+    print(f"{'variant':<15} {'median ms':>10} {'p90 ms':>9} {'pos/s':>8} {'vs per_move':>12}")
+    per_move = result["ms_per_position"]["per_move_fp32"]
+    for variant in VARIANTS:
+        median = result["ms_per_position"][variant]
+        print(
+            f"{variant:<15} {median:>10.2f} {result['p90_ms_per_position'][variant]:>9.2f} "
+            f"{result['positions_per_s'][variant]:>8.1f} {per_move / median:>11.1f}x"
+        )
+    delta = result["int8_abs_win_delta"]
+    print(
+        f"\nint8 accuracy cost: |Δ expected win| max {delta['max']:.4f}, mean {delta['mean']:.5f}"
+    )
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--model", help="fp32 shared-layout ONNX model (default: bundled)")
+    parser.add_argument("--threads", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--positions", type=int, default=None, help="use the first N positions")
+    parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        result = bench(args.model, args.threads, args.positions)
+    except ModelFileError as error:
+        print(f"oneply bench: {error}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps(result, indent=2))
+    else:
+        print_table(result)
+    return 0

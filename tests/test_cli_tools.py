@@ -1,0 +1,71 @@
+"""`oneply analyse`, `oneply bench` and the CLI dispatcher, run as real subprocesses."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+import chess
+
+from tests.conftest import ENGINE_CMD, REPO
+
+
+def oneply(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [*ENGINE_CMD, *args], capture_output=True, text=True, cwd=REPO, timeout=timeout
+    )
+
+
+def test_help_lists_every_subcommand():
+    from engine.cli import COMMANDS
+
+    result = oneply("--help")
+    assert result.returncode == 0
+    assert all(name in result.stdout for name in COMMANDS)
+    assert oneply("frobnicate").returncode == 2
+
+
+def test_analyse_json_lists_every_legal_move_sorted(tiny_onnx):
+    fen = "r1bqkbnr/pppp1ppp/2n5/4p3/4P3/5N2/PPPP1PPP/RNBQKB1R w KQkq - 2 3"
+    result = oneply("analyse", "--model", str(tiny_onnx), "--json", fen)
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    board = chess.Board(fen)
+    assert {m["uci"] for m in data["moves"]} == {m.uci() for m in board.legal_moves}
+    wins = [m["win"] for m in data["moves"]]
+    assert wins == sorted(wins, reverse=True)
+    assert data["model"].endswith("tiny.onnx") and data["time_ms"] > 0
+    assert "UNTRAINED" in result.stderr
+
+
+def test_analyse_table_and_moves_and_errors(tiny_onnx):
+    table = oneply("analyse", "--model", str(tiny_onnx), "--moves", "e2e4", "e7e5")
+    assert table.returncode == 0
+    assert "tiny.onnx" in table.stdout and "█" in table.stdout and "Nf3" in table.stdout
+    bad = oneply("analyse", "--model", str(tiny_onnx), "not", "a", "fen")
+    assert bad.returncode == 2 and "invalid FEN" in bad.stderr and "Traceback" not in bad.stderr
+    missing = oneply("analyse", "--model", "/nonexistent/model.onnx")
+    assert missing.returncode == 2 and "not found" in missing.stderr
+
+
+def test_bench_json_reports_all_variants(tiny_onnx):
+    result = oneply(
+        "bench", "--model", str(tiny_onnx), "--positions", "4", "--json", "--threads", "1"
+    )
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert set(data["ms_per_position"]) == {"shared_fp32", "shared_int8", "per_move_fp32"}
+    assert data["threads"] == 1 and data["positions"] == 4
+    assert data["speedup_shared_int8_vs_per_move"] > 0
+    assert 0 <= data["int8_abs_win_delta"]["mean"] <= data["int8_abs_win_delta"]["max"] < 0.05
+
+
+def test_bench_positions_file_is_varied():
+    from engine.bench import load_positions
+
+    boards = load_positions()
+    counts = [b.legal_moves.count() for b in boards]
+    pieces = [len(b.piece_map()) for b in boards]
+    assert len(boards) >= 100 and max(counts) == 218
+    assert min(pieces) <= 6 and max(pieces) == 32  # endgames and openings
+    assert len({b.fen() for b in boards}) == len(boards)
