@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# The whole test suite, from a fresh clone: installs what the tests need, then lints and tests.
+#   bash tests/run.sh [pytest args...]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
+
+# Debian packages: Stockfish (tests play against it), opening books and ECO lines (positions).
+need=()
+[ -x /usr/games/stockfish ] || command -v stockfish >/dev/null || need+=(stockfish)
+[ -f /usr/share/games/gnuchess/book.bin ] || need+=(gnuchess-book)
+[ -f /usr/share/pgn-extract/eco.pgn ] || need+=(pgn-extract)
+if [ ${#need[@]} -gt 0 ]; then
+  as_root apt-get update -qq
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}"
+fi
+
+# Python packages: the engine, plus the CPU build of torch (pinned: an unpinned torch pulls CUDA).
+python3 -m pip install -q -e ".[test]"
+
+python3 -m ruff check .
+python3 -m ruff format --check .
+python3 -m pytest -q "$@"
