@@ -1032,7 +1032,7 @@ def parse_option(text: str) -> tuple[str, str]:
     return name.strip(), value.strip()
 
 
-def add_engine_arguments(parser: argparse.ArgumentParser, *, both: bool = True) -> None:
+def add_engine_arguments(parser: argparse.ArgumentParser) -> None:
     """Time control, opening and runner options shared by `match` and `ladder`."""
     tc = parser.add_argument_group("time control (default --tc 10+0.1)")
     tc.add_argument("--tc", type=parse_tc, help="clock BASE+INC in seconds, e.g. 10+0.1")
@@ -1131,14 +1131,17 @@ def time_control(args: argparse.Namespace, nodes: int | None = None) -> TimeCont
     return TimeControl(base=tc.base, inc=tc.inc, movetime=movetime, nodes=nodes)
 
 
-def common_settings(args: argparse.Namespace, a: EngineSpec, b: EngineSpec) -> MatchSettings:
+def common_settings(
+    args: argparse.Namespace, a: EngineSpec, b: EngineSpec, games: int, seed: int | None = None
+) -> MatchSettings:
     """MatchSettings from the shared CLI options (openings are loaded here)."""
-    pairs = (args.games + 1) // 2
-    openings = load_openings(args.openings, pairs, args.plies, args.seed, args.opening_order)
+    pairs = (games + 1) // 2
+    seed = args.seed if seed is None else seed
+    openings = load_openings(args.openings, pairs, args.plies, seed, args.opening_order)
     return MatchSettings(
         engine_a=a,
         engine_b=b,
-        games=args.games,
+        games=games,
         openings=openings,
         concurrency=max(1, args.concurrency),
         timemargin=args.timemargin / 1000.0,
@@ -1167,7 +1170,7 @@ def settings_from_args(args: argparse.Namespace) -> MatchSettings:
         tc=time_control(args, args.nodes_b),
         name=args.name_b,
     )
-    settings = common_settings(args, a, b)
+    settings = common_settings(args, a, b, args.games)
     settings.sprt = tuple(args.sprt) if args.sprt else None  # type: ignore[assignment]
     settings.event = args.event
     return settings

@@ -1,0 +1,65 @@
+"""`oneply ladder`: level choice (pure) and a tiny real ladder with Stockfish standing in for the
+model engine (via --engine), so the test does not depend on a trained model."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from engine.cli import main as cli_main
+from training import ladder
+
+STOCKFISH = "/usr/games/stockfish"
+
+
+def levels_with(*results: tuple[int, float, int]) -> dict[int, ladder.Level]:
+    return {elo: ladder.Level(elo, games, points) for elo, points, games in results}
+
+
+def test_clamp_level() -> None:
+    assert ladder.clamp_level(1712) == 1700
+    assert ladder.clamp_level(900) == 1350
+    assert ladder.clamp_level(3400) == 2850
+
+
+def test_next_level_jumps_while_saturated_then_follows_fit() -> None:
+    assert ladder.next_level(levels_with((1700, 10.0, 10))) == 2100  # all won: +400
+    assert ladder.next_level(levels_with((1700, 0.0, 10))) == 1350  # all lost: -400, clamped
+    # 75% against 2000 → fit 2190.85 → rounded to 2200
+    assert ladder.next_level(levels_with((2000, 7.5, 10))) == 2200
+
+
+@pytest.mark.skipif(not os.path.exists(STOCKFISH), reason="no Stockfish")
+def test_ladder_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "ladder.json"
+    code = cli_main(
+        [
+            "ladder",
+            f"--engine={STOCKFISH}",
+            "--option=Threads=1",
+            "--levels=1350,2850",
+            "--games-per-level=2",
+            "--nodes=200",
+            "--concurrency=2",
+            "--adjudicate-nodes=2000",
+            "--quiet",
+            f"--json={out}",
+        ]
+    )
+    assert code == 0
+    data = json.loads(out.read_text())
+    assert [lv["uci_elo"] for lv in data["levels"]] == [1350, 2850]
+    assert all(lv["games"] == 2 for lv in data["levels"])
+    assert data["fit"]["games"] == 4
+    assert data["fit"]["lower"] <= data["fit"]["rating"] <= data["fit"]["upper"]
+    assert "60s+0.6s" in data["caveat"]
+    assert Path(data["plot"]).stat().st_size > 1000
+    assert "rating" in capsys.readouterr().out
+
+
+def test_ladder_needs_model_or_engine() -> None:
+    assert cli_main(["ladder", "--quiet"]) == 2
+    assert cli_main(["ladder", "/nonexistent/model.onnx", "--quiet"]) == 2
