@@ -190,3 +190,28 @@ def test_shard_k_of_n_keeps_its_chunks(tmp_path: Path) -> None:
     assert sorted(p.name for p in out.glob("chunk-*")) == ["chunk-000001"]
     with pytest.raises(SystemExit):
         _args(*argv, "--shard", "2/2")
+
+
+def test_grown_positions_file_redoes_only_the_partial_chunk(tmp_path: Path) -> None:
+    fens = _fens(7, seed=9)
+    positions = _write_positions(tmp_path / "pos.txt", fens[:5])
+    out = tmp_path / "out"
+    argv = [
+        str(positions),
+        "--out",
+        str(out),
+        "--depth",
+        "3",
+        "--workers",
+        "1",
+        "--chunk-size",
+        "3",
+    ]
+    assert annotate.run(_args(*argv)) == 0
+    first = (out / "chunk-000000" / "meta.json").read_text()
+    _write_positions(positions, fens)  # the positions step appended two more
+    assert annotate.run(_args(*argv)) == 0
+    assert (out / "chunk-000000" / "meta.json").read_text() == first, "finished chunk kept"
+    assert sorted(_keys_in(out)) == sorted(position_key(tokenize(f)) for f in fens)
+    _write_positions(positions, fens[::-1])
+    assert annotate.run(_args(*argv)) == 2  # different positions: refuse to mix

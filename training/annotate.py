@@ -202,8 +202,9 @@ def finished_entry(out: Path, chunk: Chunk, settings: Settings) -> dict | None:
     """The manifest entry of a chunk already annotated with these settings, else None.
 
     A shard that exists but does not validate (cannot happen with atomic writes, short of
-    disk corruption) is reported and redone; one made from other positions or another limit
-    is an error, because mixing them would silently corrupt the dataset.
+    disk corruption) is reported and redone, and so is a last, partial chunk when the positions
+    file has grown since (`oneply train positions` appends). A shard made from other positions
+    or another limit is an error, because mixing them would silently corrupt the dataset.
     """
     path = out / chunk_name(chunk.index)
     if not path.exists():
@@ -215,6 +216,9 @@ def finished_entry(out: Path, chunk: Chunk, settings: Settings) -> dict | None:
         return None
     meta = shard.meta
     if meta.get("input_sha256") != chunk.digest:
+        done = int(meta.get("lines", 0))
+        if done < len(chunk.lines) and meta.get("input_sha256") == chunk_digest(chunk.lines[:done]):
+            return None  # the positions file grew since: redo this (last, partial) chunk whole
         raise AnnotateError(f"{path} was made from different positions; use a new --out")
     if meta.get("limit") != settings.limit_dict() or meta.get("chunk_size") != settings.chunk_size:
         raise AnnotateError(
