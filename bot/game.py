@@ -113,12 +113,16 @@ class Game:
         policy = self.s.new_policy()
         policy.new_game()
         backoff = self.s.lichess.backoff()
+        rejections = 0
         try:
             while not self.finished and not self.stop.is_set():
                 try:
                     self._follow_stream(policy)
                     backoff.reset()
                 except Resync:
+                    rejections += 1  # resync at once; if it keeps happening, slow down
+                    if rejections > 1:
+                        self.stop.wait(backoff.next_delay())
                     continue
                 except RateLimited:
                     continue  # the next call waits out the pause

@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 
 import berserk
 import requests
+import requests.adapters
 from berserk.exceptions import ApiError, ResponseError
 
 from bot.config import BotConfig
@@ -51,6 +52,10 @@ class TimeoutSession(requests.Session):
     def __init__(self, token: str, connect_timeout: float, read_timeout: float):
         super().__init__()
         self.timeout = (connect_timeout, read_timeout)
+        # one long-lived stream per game plus the event stream: more than requests' default 10
+        adapter = requests.adapters.HTTPAdapter(pool_connections=4, pool_maxsize=64)
+        self.mount("http://", adapter)
+        self.mount("https://", adapter)
         self.headers["Authorization"] = f"Bearer {token}"
         self.headers["User-Agent"] = "oneply-bot"
 

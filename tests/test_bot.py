@@ -19,7 +19,7 @@ import pytest
 import yaml
 
 from bot import main as bot_main
-from bot.batcher import InferenceBatcher
+from bot.batcher import Fallback, InferenceBatcher
 from bot.challenges import decline_reason
 from bot.config import ChallengeConfig, ConfigError, load_config, parse_config
 from bot.game import millis, think_time
@@ -372,3 +372,23 @@ def test_inference_failure_still_moves(server, tmp_path, caplog):
         assert server.wait_for(lambda: finished(server, game_id), timeout=10)
     assert len(server.games[game_id].moves) == 7
     assert "rule=fallback_random" in caplog.text
+
+
+def test_resign_rule(server, tmp_path, scorer):
+    config = make_config(server, tmp_path, resign={"enabled": True, "max_win": 1.01, "moves": 2})
+    with running_bot(config, scorer, server):
+        game_id = server.challenge(color="white")
+        assert server.wait_for(lambda: finished(server, game_id), timeout=10)
+    game = server.games[game_id]
+    assert game.status == "resign" and game.winner == "black" and len(game.moves) == 2
+
+
+@pytest.mark.skipif(not Path(STOCKFISH).exists(), reason="needs Stockfish")
+def test_stockfish_fallback_move():
+    fallback = Fallback(STOCKFISH, 0.01)
+    board = chess.Board("6k1/5ppp/8/8/8/8/5PPP/R5K1 w - - 0 1")
+    move, rule = fallback.move(board)
+    fallback.close()
+    assert rule == "fallback_stockfish" and move.uci() == "a1a8"
+    move, rule = Fallback("/nonexistent/stockfish").move(board)
+    assert rule == "fallback_random" and move in board.legal_moves
