@@ -387,7 +387,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--depth", type=_positive, help=f"search depth per position (default {DEFAULT_DEPTH})"
     )
     limit.add_argument("--nodes", type=_positive, help="node budget per position instead")
-    parser.add_argument("--workers", type=_positive, default=os.cpu_count() or 1)
+    parser.add_argument(
+        "--workers",
+        type=_positive,
+        default=os.cpu_count() or 1,
+        help="Stockfish processes, one thread each (default: all cores)",
+    )
     parser.add_argument(
         "--chunk-size", type=_positive, default=DEFAULT_CHUNK_SIZE, help="positions per shard"
     )
@@ -403,6 +408,9 @@ def run(args: argparse.Namespace) -> int:
     except AnnotateError as error:
         print(f"oneply train annotate: error: {error}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print("\ninterrupted: finished chunks are kept; rerun to resume", file=sys.stderr)
+        return 130
 
 
 def _run(args: argparse.Namespace) -> int:

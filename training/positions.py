@@ -389,8 +389,13 @@ def _previous_manifest(out: Path) -> dict:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", type=Path, required=True, help="FEN file to create or extend")
     parser.add_argument("--count", type=int, required=True, help="unique positions wanted")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--seed", type=int, default=0, help="random seed of the games")
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=os.cpu_count() or 1,
+        help="game-playing processes, one Stockfish each (default: all cores)",
+    )
     parser.add_argument(
         "--books",
         nargs="*",
@@ -398,7 +403,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=[p for p in DEFAULT_BOOKS if p.exists()],
         help="polyglot opening books (default: the Debian ones that exist)",
     )
-    parser.add_argument("--eco", type=Path, default=DEFAULT_ECO if DEFAULT_ECO.exists() else None)
+    parser.add_argument(
+        "--eco",
+        type=Path,
+        default=DEFAULT_ECO if DEFAULT_ECO.exists() else None,
+        help=f"PGN of ECO opening lines (default {DEFAULT_ECO})",
+    )
     parser.add_argument(
         "--exclude",
         type=Path,
@@ -439,6 +449,9 @@ def run(args: argparse.Namespace) -> int:
     except PositionsError as error:
         print(f"oneply train positions: error: {error}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print("\ninterrupted: the file holds whole games only; rerun to resume", file=sys.stderr)
+        return 130
 
 
 def _run(args: argparse.Namespace) -> int:
