@@ -140,11 +140,7 @@ class _Option:
         value = getattr(config, self.field)
         if self.field == "seed":
             return -1 if value is None else value
-        if self.kind == "check":
-            return "true" if value else "false"
-        if self.kind == "string":
-            return str(value) if str(value) else "<empty>"
-        return value
+        return str(value) if self.kind == "string" else value
 
     def parse(self, text: str) -> object:
         """The config value for a UCI value string; ValueError when it is not one."""

@@ -61,11 +61,11 @@ def board_after(ucis: str, fen: str = chess.STARTING_FEN) -> chess.Board:
 
 def test_uci_options_declare_every_setting():
     names = {option[0]: option for option in MovePolicy.UCI_OPTIONS}
-    assert names["RepetitionDamping"] == ("RepetitionDamping", "check", "true", None, None)
+    assert names["RepetitionDamping"] == ("RepetitionDamping", "check", True, None, None)
     assert names["SampleMoves"] == ("SampleMoves", "spin", 5, 0, 200)
     assert names["Temperature"][1:3] == ("string", "0.005")
     assert names["Seed"][1:3] == ("spin", -1)
-    assert names["StockfishPath"][1:3] == ("string", "<empty>")
+    assert names["StockfishPath"][1:3] == ("string", "")  # announced as <empty>
     assert {"MateFallback", "FallbackThreshold", "FallbackNodes", "FallbackMs"} <= set(names)
     assert {"MateInOne", "StalemateAsDraw"} <= set(names)
 
@@ -330,3 +330,13 @@ def test_fallback_is_skipped_when_the_clock_is_nearly_out():
 
 def test_slow_wrapper_is_executable():
     assert SLOW_STOCKFISH.stat().st_mode & 0o111
+
+
+def test_uci_engine_announces_the_policy_options():
+    from engine.uci import Option
+
+    lines = [Option(*spec).announce() for spec in MovePolicy.UCI_OPTIONS]
+    assert "option name RepetitionDamping type check default true" in lines
+    assert "option name StockfishPath type string default <empty>" in lines
+    assert "option name Seed type spin default -1 min -1 max 2147483647" in lines
+    assert "option name Temperature type string default 0.005" in lines
