@@ -633,6 +633,11 @@ def train(config: TrainConfig, resume: bool = True, quiet: bool = False) -> dict
     return summary
 
 
+def saved_step(path: Path) -> int:
+    """The step a checkpoint was saved at."""
+    return int(torch.load(path, map_location="cpu", weights_only=False)["step"])
+
+
 def append_metrics(path: Path, row: dict) -> None:
     with open(path, "a") as file:
         file.write(json.dumps(row) + "\n")

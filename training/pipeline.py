@@ -1,0 +1,231 @@
+"""`oneply train all`: positions → annotate → fit → export → eval in one resumable command.
+
+Everything lives under one directory (``--out``, default ``runs/PRESET``)::
+
+    positions.txt         unique FENs (oneply train positions), + .manifest.json
+    annotated/            Stockfish-scored shards (oneply train annotate)
+    train/                checkpoint.pt, metrics.jsonl, training.png (oneply train fit)
+    model.onnx            EMA weights, with the training summary and eval metrics embedded
+    report.json           the evaluation (oneply eval) of model.onnx
+
+Each step runs in this process through its module's own ``run(args)``, and each is resumable
+on its own: the positions file is extended to ``--positions``, finished shards are skipped,
+training continues from its checkpoint. A step whose output is already complete is skipped,
+so rerunning the command after an interruption (or after it finished) does only what is left.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from engine.model_file import REPO_ROOT
+
+DEFAULT_PUZZLES = REPO_ROOT.parent / "shared" / "data" / "puzzles-dev.csv"
+
+
+@dataclass(frozen=True)
+class Scale:
+    """Defaults per preset: enough data and steps to be worth running at that size."""
+
+    positions: int
+    steps: int
+    batch: int
+
+
+SCALES = {
+    "tiny": Scale(positions=2_000, steps=300, batch=64),
+    "small": Scale(positions=20_000, steps=3_000, batch=128),
+    "9m": Scale(positions=200_000, steps=20_000, batch=256),
+}
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--preset", choices=SCALES, default="tiny")
+    parser.add_argument("--out", type=Path, help="run directory (default runs/PRESET)")
+    parser.add_argument("--positions", type=int, help="positions to generate and annotate")
+    parser.add_argument("--depth", type=int, default=8, help="Stockfish depth per position")
+    parser.add_argument("--steps", type=int, help="training steps")
+    parser.add_argument("--batch", type=int, help="positions per training step")
+    parser.add_argument("--layout", choices=("shared", "per_move"), default="shared")
+    parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--val-percent", type=float, default=5.0)
+    parser.add_argument("--puzzles", type=Path, default=DEFAULT_PUZZLES, help="eval puzzle CSV")
+    parser.add_argument("--puzzle-limit", type=int, help="evaluate on at most N puzzles")
+    parser.add_argument("--eval-limit", type=int, help="evaluate on at most N val positions")
+    parser.add_argument("--quiet", action="store_true", help="no training progress bar")
+
+
+def _step_args(module, argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog=module.__name__)
+    module.add_arguments(parser)
+    return parser.parse_args(argv)
+
+
+def _call(module, argv: list[str]) -> None:
+    """Run a step module's own command line in this process; stop the pipeline if it fails."""
+    code = int(module.run(_step_args(module, argv)) or 0)
+    if code:
+        raise SystemExit(f"oneply train all: step {module.__name__} failed (exit {code})")
+
+
+def _banner(text: str) -> None:
+    print(f"\n== {text}", flush=True)
+
+
+def _line_count(path: Path) -> int:
+    if not path.exists():
+        return 0
+    with open(path) as file:
+        return sum(1 for line in file if line.strip())
+
+
+def make_positions(out: Path, count: int, args: argparse.Namespace) -> Path:
+    from training import positions
+
+    path = out / "positions.txt"
+    _banner(f"positions: {path}")
+    if _line_count(path) >= count:
+        print(f"skip: {path} holds {_line_count(path)} positions (>= {count})")
+        return path
+    argv = ["--out", str(path), "--count", str(count), "--seed", str(args.seed)]
+    _call(positions, argv + ["--workers", str(args.workers)])
+    return path
+
+
+def annotation_complete(shards: Path, positions: int, depth: int) -> bool:
+    """Every chunk of the positions file is annotated, at the requested depth."""
+    try:
+        manifest = json.loads((shards / "manifest.json").read_text())
+    except (OSError, ValueError):
+        return False
+    chunks = math.ceil(positions / manifest.get("chunk_size", 1))
+    return (
+        manifest.get("limit", {}).get("depth") == depth
+        and manifest.get("total_chunks") == chunks
+        and manifest.get("chunks_done") == chunks
+    )
+
+
+def annotate(out: Path, positions_file: Path, args: argparse.Namespace) -> Path:
+    from training import annotate as annotate_module
+
+    shards = out / "annotated"
+    _banner(f"annotate: {shards}")
+    if annotation_complete(shards, _line_count(positions_file), args.depth):
+        print(f"skip: every chunk of {positions_file} is annotated")
+        return shards
+    argv = [str(positions_file), "--out", str(shards), "--depth", str(args.depth)]
+    _call(annotate_module, argv + ["--workers", str(args.workers)])
+    return shards
+
+
+def fit(out: Path, shards: Path, scale: Scale, args: argparse.Namespace) -> Path:
+    from training import fit as fit_module
+    from training.dataset import AnnotatedDataset
+
+    train_dir = out / "train"
+    _banner(f"fit: {train_dir}")
+    steps = args.steps or scale.steps
+    checkpoint = train_dir / fit_module.CHECKPOINT
+    if checkpoint.exists() and fit_module.saved_step(checkpoint) >= steps:
+        print(f"skip: {checkpoint} has trained {steps} steps")
+        return checkpoint
+    train_positions = len(AnnotatedDataset(shards, split="train", val_percent=args.val_percent))
+    batch = min(args.batch or scale.batch, train_positions)  # small data sets: one batch = all
+    every = str(max(1, min(200, steps // 5)))
+    argv = [str(shards), "--out", str(train_dir), "--preset", args.preset, "--steps", str(steps)]
+    argv += ["--batch", str(batch), "--layout", args.layout, "--seed", str(args.seed)]
+    argv += ["--val-percent", str(args.val_percent), "--eval-every", every]
+    argv += ["--checkpoint-every", every, "--log-every", str(max(1, min(10, steps // 10)))]
+    argv += ["--warmup", str(min(100, max(1, steps // 10)))]
+    argv += ["--exclude-puzzles"] + ([str(args.puzzles)] if args.puzzles.exists() else [])
+    _call(fit_module, argv + (["--quiet"] if args.quiet else []))
+    return checkpoint
+
+
+def export_and_evaluate(
+    out: Path, checkpoint_path: Path, shards: Path, args: argparse.Namespace
+) -> tuple[Path, Path]:
+    """Export the EMA weights, evaluate them, and export again with the metrics embedded."""
+    from training.evaluate import evaluate_model, format_report
+    from training.export import export_model, load_checkpoint_model
+
+    model_path, report_path = out / "model.onnx", out / "report.json"
+    _banner(f"export + eval: {model_path}")
+    model, checkpoint = load_checkpoint_model(checkpoint_path)
+    if report_path.exists() and model_path.exists():
+        previous = json.loads(report_path.read_text())
+        if previous.get("training", {}).get("steps") == checkpoint["step"]:
+            print(f"skip: {model_path} and {report_path} are up to date")
+            print(format_report(previous["evaluation"]))
+            return model_path, report_path
+
+    summary = checkpoint.get("summary", {})
+    options = {"preset": checkpoint["preset"], "layout": args.layout, "training": summary}
+    draft = out / ".model.unevaluated.onnx"
+    export_model(model, draft, **options)
+    puzzles = args.puzzles if args.puzzles.exists() else None
+    evaluation = evaluate_model(
+        draft,
+        data=[shards],
+        split="val",
+        puzzles=puzzles,
+        limit=args.eval_limit,
+        puzzle_limit=args.puzzle_limit,
+        val_percent=args.val_percent,
+    )
+    evaluation["model"] = str(model_path)
+    evaluation["model_info"] = evaluation["model_info"].replace(draft.name, model_path.name)
+    metrics = embedded_metrics(evaluation, checkpoint.get("metrics", {}))
+    final = out / ".model.onnx.tmp"
+    export_model(model, final, **options, metrics=metrics)
+    os.replace(final, model_path)
+    draft.unlink(missing_ok=True)
+
+    report = {
+        "model": str(model_path),
+        "checkpoint": str(checkpoint_path),
+        "plot": str(checkpoint_path.parent / "training.png"),
+        "training": summary,
+        "evaluation": evaluation,
+    }
+    report_path.write_text(json.dumps(report, indent=1) + "\n")
+    print(format_report(evaluation))
+    return model_path, report_path
+
+
+def embedded_metrics(evaluation: dict, training_val: dict) -> dict:
+    """The compact metrics that travel inside the ONNX file."""
+    metrics = {"train_val": training_val}
+    if evaluation.get("positions"):
+        metrics["val"] = evaluation["positions"]
+    if "puzzles" in evaluation:
+        puzzles = evaluation["puzzles"]
+        metrics["puzzles"] = {
+            "file": Path(puzzles["file"]).name,
+            "count": puzzles["count"],
+            "accuracy": puzzles["accuracy"],
+            "bands": {band: row["accuracy"] for band, row in puzzles["bands"].items()},
+        }
+    return metrics
+
+
+def run(args: argparse.Namespace) -> int:
+    scale = SCALES[args.preset]
+    out = args.out or Path("runs") / args.preset
+    out.mkdir(parents=True, exist_ok=True)
+    positions_file = make_positions(out, args.positions or scale.positions, args)
+    shards = annotate(out, positions_file, args)
+    checkpoint = fit(out, shards, scale, args)
+    model_path, report_path = export_and_evaluate(out, checkpoint, shards, args)
+    print(f"\nmodel:  {model_path}\nreport: {report_path}")
+    print(f"plot:   {checkpoint.parent / 'training.png'}")
+    print(f"play:   oneply uci --model {model_path}", file=sys.stderr if args.quiet else sys.stdout)
+    return 0
