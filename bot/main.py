@@ -13,6 +13,7 @@ import dataclasses
 import logging
 import sys
 import threading
+from collections import deque
 from typing import Any
 
 from bot.batcher import Fallback, InferenceBatcher
@@ -53,7 +54,7 @@ class Bot:
         self.stop_event = threading.Event()
         self.games: dict[str, tuple[Game, threading.Thread]] = {}
         self.accepted: set[str] = set()
-        self.finished: list[Game] = []
+        self.finished: deque[Game] = deque(maxlen=100)  # recent games, for inspection
         self._lock = threading.Lock()
         self.services: Services | None = None
 
@@ -194,13 +195,17 @@ class Bot:
         finally:
             with self._lock:
                 self.finished.append(game)
+                if game.id in self.games and self.games[game.id][0] is game:
+                    del self.games[game.id]  # a bot runs for weeks: do not keep every game
 
     def stop(self) -> None:
         self.stop_event.set()
 
     def shutdown(self) -> None:
         self.stop_event.set()
-        for _, thread in list(self.games.values()):
+        with self._lock:
+            threads = [thread for _, thread in self.games.values()]
+        for thread in threads:
             thread.join(timeout=2)
         if self.services is not None:
             self.services.batcher.close()
