@@ -6,11 +6,15 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import glob
 import importlib.util
 import io
 import json
 import os
 import re
+import signal
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -292,3 +296,55 @@ def test_format_comment() -> None:
     mate = {"score": chess.engine.PovScore(chess.engine.Mate(-3), chess.BLACK)}
     assert match.format_comment(mate, 1.0) == "-M3 1.000s"
     assert match.format_comment({}, 0.5) == "0.500s"
+
+
+def _syzygy_dir() -> str | None:
+    """3–4-piece tables if some are on this machine (python-chess's source ships them)."""
+    candidates = [os.environ.get("ONEPLY_SYZYGY", "")]
+    candidates += sorted(glob.glob("/tmp/pip-*/chess_*/data/syzygy/regular"))
+    return next((c for c in candidates if c and glob.glob(os.path.join(c, "KQvK.rtbw"))), None)
+
+
+@pytest.mark.skipif(_syzygy_dir() is None, reason="no Syzygy tables here")
+def test_tablebase_adjudication() -> None:
+    tablebase = match.open_tablebase(_syzygy_dir())
+    try:
+        win = match.tablebase_outcome(chess.Board("8/8/8/4k3/8/8/8/3QK3 b - - 0 1"), tablebase)
+        assert win is not None and win.result == "1-0" and win.reason == "tablebase win"
+        draw = match.tablebase_outcome(chess.Board("4k3/8/8/8/8/8/4P3/4K3 b - - 0 1"), tablebase)
+        assert draw is not None and draw.result == "1/2-1/2"
+        many = chess.Board()  # 32 pieces: not probed
+        assert match.tablebase_outcome(many, tablebase) is None
+    finally:
+        tablebase.close()
+
+
+def _children(pid: int) -> list[int]:
+    kids = []
+    for stat in glob.glob("/proc/[0-9]*/stat"):
+        with contextlib.suppress(OSError):
+            fields = Path(stat).read_text().rsplit(")", 1)[1].split()
+            if int(fields[1]) == pid:
+                kids.append(int(Path(stat).parent.name))
+    return kids
+
+
+@needs_stockfish
+def test_sigterm_stops_engines_even_a_hung_one() -> None:
+    # engines run in their own process groups, so the runner must stop them itself; the hung
+    # engine would not even exit on end-of-input like Stockfish does
+    command = [sys.executable, "-m", "engine", "match", f"{sys.executable} {BAD_ENGINE} hang 1"]
+    command += [STOCKFISH, "--nodes=1000", "--games=20", "--concurrency=2", "--quiet"]
+    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 20
+        while len(kids := _children(proc.pid)) < 4 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert len(kids) >= 4, "match did not start its engines"
+        time.sleep(0.3)
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=20) == 130
+    finally:
+        proc.kill()
+        proc.wait()
+    assert_all_exited(kids)

@@ -34,7 +34,7 @@ import sys
 import time
 import traceback
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -884,7 +884,8 @@ def run_match(settings: MatchSettings) -> MatchResult:
 
     match = Match(settings, on_result)
     try:
-        asyncio.run(match.run())
+        with terminate_as_interrupt():
+            asyncio.run(match.run())
     finally:
         bar.close()
         if pgn_file is not None:
@@ -900,6 +901,25 @@ def run_match(settings: MatchSettings) -> MatchResult:
         pids=pids + match.pids,
         stopped_by_sprt=board.sprt_decision(),
     )
+
+
+@contextlib.contextmanager
+def terminate_as_interrupt() -> Iterator[None]:
+    """Treat SIGTERM like Ctrl-C, so a terminated runner still stops its engines (they run in
+    their own process groups and would not get the signal themselves)."""
+
+    def interrupt(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    try:
+        previous = signal.signal(signal.SIGTERM, interrupt)
+    except ValueError:  # not the main thread: leave signals alone
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 async def _identify_both(settings: MatchSettings, pids: list[int]) -> tuple[str, str]:
