@@ -33,6 +33,9 @@ T = TypeVar("T")
 NETWORK_ERRORS = (requests.RequestException, ConnectionError, TimeoutError)
 
 
+EVENT_STREAM_PATH = "/api/stream/event"
+
+
 class SetupError(RuntimeError):
     """The token or account cannot run a bot; the message says how to fix it."""
 
@@ -244,6 +247,16 @@ class Lichess:
             if error.status_code == 429:
                 raise RateLimited(endpoint, self._pause(endpoint, error)) from error
             raise
+
+    def on_event_stream_open(self, callback: Callable[[], None]) -> None:
+        """Call `callback` whenever the event stream's response arrives (HTTP 2xx): berserk
+        only yields events, so this is how the bot learns the stream is connected."""
+
+        def hook(response: requests.Response, *args: Any, **kwargs: Any) -> None:
+            if response.ok and response.url.endswith(EVENT_STREAM_PATH):
+                callback()
+
+        self.session.hooks["response"].append(hook)
 
     def stream_events(self) -> Iterator[dict[str, Any]]:
         """Challenges and game starts; a stall (no keep-alive within the read timeout) raises

@@ -21,6 +21,7 @@ from bot.challenges import decline_reason
 from bot.config import BotConfig, ConfigError, load_config
 from bot.game import Game, Services
 from bot.lichess import Lichess, RateLimited, SetupError, status_of
+from engine.health import Heartbeat
 from engine.model_file import ModelFileError
 from engine.policy import MovePolicy, PolicyConfig
 
@@ -57,6 +58,8 @@ class Bot:
         self.finished: deque[Game] = deque(maxlen=100)  # recent games, for inspection
         self._lock = threading.Lock()
         self.services: Services | None = None
+        self.heartbeat = Heartbeat()
+        self.lichess.on_event_stream_open(self.heartbeat.alive.set)
 
     # -- set-up -------------------------------------------------------------------------------
 
@@ -84,6 +87,7 @@ class Bot:
         account = self.lichess.check_bot_account()
         log.info("event=connected user=%s url=%s", account.get("username"), self.config.url)
         self.start_services()
+        self.heartbeat.start()
         try:
             self._event_loop()
         finally:
@@ -106,6 +110,7 @@ class Bot:
             except RateLimited:
                 continue  # the stream call waits out its pause
             except Exception as error:
+                self.heartbeat.alive.clear()
                 if status_of(error) == 401:
                     raise SetupError("Lichess rejected the token (HTTP 401)") from None
                 delay = backoff.next_delay()
@@ -203,6 +208,7 @@ class Bot:
 
     def shutdown(self) -> None:
         self.stop_event.set()
+        self.heartbeat.stop()
         with self._lock:
             threads = [thread for _, thread in self.games.values()]
         for thread in threads:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -20,7 +21,48 @@ import chess
 from engine.inference import Scorer
 from engine.model_file import ModelFileError
 
-DEFAULT_HEARTBEAT = os.environ.get("ONEPLY_HEARTBEAT", "/tmp/oneply-bot.heartbeat")
+HEARTBEAT_ENV = "ONEPLY_HEARTBEAT"
+
+
+def heartbeat_path() -> Path:
+    """$ONEPLY_HEARTBEAT, else /tmp/oneply-bot.heartbeat (shared by the bot and `health`)."""
+    return Path(os.environ.get(HEARTBEAT_ENV) or "/tmp/oneply-bot.heartbeat")
+
+
+class Heartbeat:
+    """Touches the heartbeat file every `interval` seconds while `alive` is set.
+
+    The bot sets `alive` when the event stream's response arrives and clears it when the
+    stream breaks. A stream that stops delivering bytes (keep-alives included) hits the read
+    timeout and breaks, so a fresh file means the stream delivered something recently.
+    berserk swallows the keep-alive lines themselves, hence this indirection.
+    """
+
+    def __init__(self, path: str | os.PathLike | None = None, interval: float = 5.0):
+        self.path = Path(path) if path else heartbeat_path()
+        self.interval = interval
+        self.alive = threading.Event()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def beat(self) -> None:
+        try:
+            self.path.touch()
+        except OSError:
+            pass  # a read-only or missing directory must not stop the bot
+
+    def start(self) -> None:
+        self.beat()  # the file exists from start-up on, so health checks it
+        self._thread = threading.Thread(target=self._run, name="heartbeat", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            if self.alive.is_set():
+                self.beat()
+
+    def stop(self) -> None:
+        self._stop.set()
 
 
 def check_model(model: str | None) -> str:
@@ -43,14 +85,18 @@ def check_heartbeat(path: Path, max_age: float) -> str:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", help="ONNX model file (default: $ONEPLY_MODEL, then bundled)")
-    parser.add_argument("--heartbeat", default=DEFAULT_HEARTBEAT, help="bot heartbeat file")
+    parser.add_argument(
+        "--heartbeat",
+        default=None,
+        help="bot heartbeat file (default: $ONEPLY_HEARTBEAT, then /tmp/oneply-bot.heartbeat)",
+    )
     parser.add_argument("--max-age", type=float, default=60.0, help="seconds of stream silence")
 
 
 def run(args: argparse.Namespace) -> int:
     try:
         print(check_model(args.model))
-        print(check_heartbeat(Path(args.heartbeat), args.max_age))
+        print(check_heartbeat(Path(args.heartbeat or heartbeat_path()), args.max_age))
     except (ModelFileError, RuntimeError) as error:
         print(f"unhealthy: {error}", file=sys.stderr)
         return 1

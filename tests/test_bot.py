@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import logging
+import os
 import shutil
 import threading
 import time
@@ -25,6 +26,7 @@ from bot.config import ChallengeConfig, ConfigError, load_config, parse_config
 from bot.game import millis, think_time
 from bot.lichess import Backoff, Lichess, SetupError
 from bot.main import Bot
+from engine.health import check_heartbeat
 from engine.inference import Scorer
 from tests.lichess_server import BOT, FakeLichess, idle_opponent, random_opponent
 
@@ -392,3 +394,20 @@ def test_stockfish_fallback_move():
     assert rule == "fallback_stockfish" and move.uci() == "a1a8"
     move, rule = Fallback("/nonexistent/stockfish").move(board)
     assert rule == "fallback_random" and move in board.legal_moves
+
+
+def test_heartbeat_follows_the_event_stream(server, tmp_path, scorer, monkeypatch):
+    """The health check's view of the bot: the heartbeat file is kept fresh while the event
+    stream is connected, and a file left silent is reported unhealthy."""
+    beat = tmp_path / "heartbeat"
+    monkeypatch.setenv("ONEPLY_HEARTBEAT", str(beat))
+    with running_bot(make_config(server, tmp_path), scorer, server) as bot:
+        bot.heartbeat.interval = 0.05
+        assert server.wait_for(lambda: bot.heartbeat.alive.is_set(), timeout=5)
+        assert beat.exists()
+        first = beat.stat().st_mtime_ns
+        assert server.wait_for(lambda: beat.stat().st_mtime_ns > first, timeout=5)
+        assert check_heartbeat(beat, max_age=5).startswith("bot event stream alive")
+    os.utime(beat, (1, 1))  # long silent
+    with pytest.raises(RuntimeError, match="silent"):
+        check_heartbeat(beat, max_age=60)
