@@ -544,12 +544,14 @@ class GameRunner:
         tc = self.tc[color]
         limit = chess.engine.Limit(nodes=tc.nodes, time=tc.movetime)
         if tc.has_clock:
-            # each engine sees the clocks as it would in a real game; the opponent's clock may run
-            # under a different control, so report both as we keep them
-            limit.white_clock = max(self.clock[chess.WHITE] or 0.0, 0.001)
-            limit.black_clock = max(self.clock[chess.BLACK] or 0.0, 0.001)
-            limit.white_inc = self.tc[chess.WHITE].inc
-            limit.black_inc = self.tc[chess.BLACK].inc
+            # report both clocks as we keep them (the opponent's only if it has one)
+            for side in (chess.WHITE, chess.BLACK):
+                if self.tc[side].has_clock:
+                    remaining = max(self.clock[side] or 0.0, 0.001)
+                    if side == chess.WHITE:
+                        limit.white_clock, limit.white_inc = remaining, self.tc[side].inc
+                    else:
+                        limit.black_clock, limit.black_inc = remaining, self.tc[side].inc
         return limit
 
     def deadline(self, color: chess.Color) -> float:
@@ -593,10 +595,12 @@ class GameRunner:
                 color, TERM_ABANDONED, f"{side} ({engine.name}) crashed (exit code {code})"
             ) from None
         except chess.engine.EngineError as exc:
+            # python-chess raises this for an illegal or unparsable bestmove (and for other
+            # protocol violations, which we score the same way)
             self.faulty.add(color)
-            raise loss_for(
-                color, TERM_ILLEGAL, f"{side} ({engine.name}) sent an illegal move: {exc}"
-            ) from None
+            what = "an illegal move" if "illegal" in str(exc) else "invalid output"
+            reason = f"{side} ({engine.name}) sent {what}: {exc}"
+            raise loss_for(color, TERM_ILLEGAL, reason) from None
         elapsed = time.perf_counter() - start
         self.charge_clock(color, elapsed, side, engine.name)
         if not result.move or result.move not in self.board.legal_moves:
