@@ -251,12 +251,20 @@ def report(
     rating = fit(levels)
     inside = UCI_ELO_MIN <= rating.rating <= UCI_ELO_MAX and not rating.at_bound
     name = model.label()
-    print(
-        f"{name}: rating {rating.rating:.0f} ± {rating.pm:.0f} (95% [{rating.lower:.0f}, "
-        f"{rating.upper:.0f}]) over {rating.games:.0f} games, {tc.describe()}"
-    )
-    if not inside:
-        print("  outside the UCI_Elo range 1350–2850 (or every game won/lost): extrapolated")
+    if rating.at_bound:
+        side = "won" if rating.rating > max(levels) else "lost"
+        print(
+            f"{name}: every game {side} over {rating.games:.0f} games ({tc.describe()}): "
+            f"no finite estimate; the rating is {'above' if side == 'won' else 'below'} "
+            f"the levels played"
+        )
+    else:
+        print(
+            f"{name}: rating {rating.rating:.0f} ± {rating.pm:.0f} (95% [{rating.lower:.0f}, "
+            f"{rating.upper:.0f}]) over {rating.games:.0f} games, {tc.describe()}"
+        )
+    if not inside and not rating.at_bound:
+        print("  outside the UCI_Elo range 1350–2850: extrapolated")
     print(f"  caveat: {CAVEAT}")
     json_path = Path(args.json)
     plot_path = args.plot or str(json_path.with_suffix(".png"))

@@ -952,8 +952,13 @@ def progress_line(board: Scoreboard, seconds: float) -> str:
 
 
 def fmt_elo(est: elo.EloEstimate) -> str:
-    pm = est.pm
-    return f"{est.elo:+.1f} ± {pm:.1f}" if math.isfinite(pm) else f"{est.elo:+.1f} ± inf"
+    """``+12.3 ± 45.6``; the interval itself when "±" would mislead (a bound at 0% or 100%)."""
+    limit = elo.score_to_elo(1.0) - 1.0
+    if not (math.isfinite(est.lower) and math.isfinite(est.upper)):
+        return f"{est.elo:+.1f} ± inf"
+    if est.lower <= -limit or est.upper >= limit:
+        return f"{est.elo:+.1f} [{est.lower:+.0f}, {est.upper:+.0f}]"
+    return f"{est.elo:+.1f} ± {est.pm:.1f}"
 
 
 # --------------------------------------------------------------------------- openings
@@ -1213,10 +1218,10 @@ def summary_text(result: MatchResult) -> str:
     for label, key in (("pentanomial", "elo_pentanomial"), ("trinomial", "elo_trinomial")):
         est = s.get(key)
         if est:
-            lines.append(
-                f"  Elo {label:<11} {est['elo']:+.1f} ± {est['pm']:.1f} "
-                f"(95% [{est['lower']:+.1f}, {est['upper']:+.1f}]), nElo {est['nelo']:+.1f}"
-            )
+            text = fmt_elo(elo.EloEstimate(**est_fields(est)))
+            if "[" not in text:
+                text += f" (95% [{est['lower']:+.1f}, {est['upper']:+.1f}])"
+            lines.append(f"  Elo {label:<11} {text}, nElo {est['nelo']:+.1f}")
     lines.append(f"  LOS {100 * s['los']:.1f}%  draw ratio {100 * s['draw_ratio']:.1f}%")
     lines.append(f"  pairs [0, ½, 1, 1½, 2 points] {s['pentanomial']}")
     if "sprt" in s:
@@ -1230,6 +1235,11 @@ def summary_text(result: MatchResult) -> str:
     for reason, count in Counter(g.reason for g in result.games).most_common():
         lines.append(f"  {count:4d} × {reason}")
     return "\n".join(lines)
+
+
+def est_fields(data: dict[str, Any]) -> dict[str, Any]:
+    """An EloEstimate's fields back from its ``to_dict`` form."""
+    return {k: v for k, v in data.items() if k != "pm"}
 
 
 def run(args: argparse.Namespace) -> int:
