@@ -795,6 +795,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=True,
         help="continue from OUT/checkpoint.pt when it exists (default)",
     )
+    parser.add_argument("--threads", type=int, help="CPU threads for torch (default: all cores)")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     parser.add_argument(
         "--benchmark",
@@ -820,6 +821,8 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.threads:
+        torch.set_num_threads(args.threads)
     if args.benchmark is not None:
         benchmark(
             args.benchmark or ["small", "9m"], args.batch, args.benchmark_steps, args.micro_batch

@@ -1,0 +1,253 @@
+"""The trainer: targets, masking, data order, schedule, a real short run, exact resume."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import chess
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from engine.moves import legal_move_ids  # noqa: E402
+from engine.tokenizer import tokenize  # noqa: E402
+from engine.values import bin_centres, value_to_bin  # noqa: E402
+from training import fit  # noqa: E402
+from training.dataset import AnnotatedDataset, write_shard  # noqa: E402
+from training.evaluate import hl_gauss  # noqa: E402
+from training.model import PRESETS, ActionValueModel  # noqa: E402
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    """Tiny models run fastest on one thread, and the machine is shared."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def learnable_wins(ids: np.ndarray) -> np.ndarray:
+    """A value that depends on the move only, so a few steps of training can fit it."""
+    return ((ids % 7) / 6.0).astype(np.float32)
+
+
+def make_shard(root: Path, positions: int, seed: int = 0, extra: list[str] = ()) -> Path:
+    """Positions from random games (plus `extra` FENs), with learnable synthetic values."""
+    rng = np.random.default_rng(seed)
+    boards = [chess.Board(fen) for fen in extra]
+    board = chess.Board()
+    while len(boards) < positions:
+        if board.is_game_over() or board.ply() > 60:
+            board = chess.Board()
+        boards.append(board.copy())
+        moves = list(board.legal_moves)
+        board.push(moves[rng.integers(len(moves))])
+    ids = [legal_move_ids(b) for b in boards]
+    states = np.stack([tokenize(b) for b in boards])
+    write_shard(root / "chunk-000000", states, ids, [learnable_wins(i) for i in ids])
+    return root
+
+
+def config(data: Path, out: Path, **changes) -> fit.TrainConfig:
+    base = dict(preset="tiny", steps=12, batch=16, warmup=2, lr=3e-3, val_percent=20)
+    base.update(eval_every=6, checkpoint_every=6, log_every=3, val_positions=64, bucket=4)
+    return fit.TrainConfig(data=[str(data)], out=str(out), **{**base, **changes})
+
+
+# --------------------------------------------------------------------------- targets and loss
+
+
+@pytest.mark.parametrize("win", [0.0, 0.0031, 0.37, 0.5, 0.9999, 1.0])
+def test_hl_gauss_targets_are_a_distribution_centred_on_the_value(win: float) -> None:
+    target = fit.hl_gauss_targets(torch.tensor([win]))[0].double().numpy()
+    assert target.shape == (128,) and target.min() >= 0
+    assert target.sum() == pytest.approx(1.0, abs=1e-6)
+    assert np.argmax(target) == value_to_bin(win)
+    if 0.05 < win < 0.95:  # away from the edges the mean is the value itself
+        assert target @ bin_centres() == pytest.approx(win, abs=1e-4)
+        # σ = 0.75 bin: a value at a bin centre keeps P(|Z| < 2/3) ≈ 49.5 % in its own bin
+    centre = fit.hl_gauss_targets(torch.tensor([(60 + 0.5) / 128]))[0]
+    assert float(centre[60]) == pytest.approx(math.erf(0.5 / 0.75 / math.sqrt(2)), abs=1e-4)
+
+
+def test_training_and_evaluation_use_the_same_hl_gauss_target() -> None:
+    wins = np.array([0.0, 0.12, 0.5, 0.77, 1.0], dtype=np.float32)
+    torch_target = fit.hl_gauss_targets(torch.from_numpy(wins)).numpy()
+    assert np.allclose(torch_target, hl_gauss(wins, 128), atol=2e-6)
+
+
+def test_one_hot_target_uses_the_reference_bins() -> None:
+    wins = torch.tensor([0.0, 1 / 128, 0.5, 0.999, 1.0])
+    bins = fit.one_hot_targets(wins).argmax(-1).numpy()
+    assert list(bins) == list(value_to_bin(wins.numpy()))
+
+
+def test_padding_does_not_change_the_loss_and_per_move_matches_the_model() -> None:
+    torch.manual_seed(0)
+    model = ActionValueModel(PRESETS["tiny"]).eval()
+    rng = np.random.default_rng(0)
+    examples = [fit.synthetic_batch(1, rng) for _ in range(3)]
+    batch = fit.collate(
+        [(e.states[0].numpy(), e.moves[0].numpy(), e.wins[0].numpy()) for e in examples]
+    )
+    assert batch.action_values == sum(e.action_values for e in examples)
+    cfg = fit.TrainConfig(data=[], out="")
+    with torch.no_grad():
+        shared = fit.forward(model, batch, "shared")
+        garbage = fit.Batch(
+            batch.states, batch.moves, batch.wins.masked_fill(~batch.mask, 0.7), batch.mask
+        )
+        assert float(fit.loss_sum(shared, batch, cfg)) == float(fit.loss_sum(shared, garbage, cfg))
+        alone = sum(float(fit.loss_sum(fit.forward(model, e, "shared"), e, cfg)) for e in examples)
+        assert float(fit.loss_sum(shared, batch, cfg)) == pytest.approx(alone, rel=1e-5)
+        # per_move runs only the real pairs; each must equal the model's own per_move output
+        per_move = fit.forward(model, batch, "per_move")
+        for row, e in enumerate(examples):
+            n = e.action_values
+            direct = model(e.states, e.moves, layout="per_move")[0]
+            assert torch.allclose(per_move[row, :n], direct, atol=1e-5)
+
+
+def test_action_hits_accepts_any_of_stockfishs_equal_best_moves() -> None:
+    # predicted expected wins come from log-probs: put all mass on one bin per move
+    log_probs = torch.full((1, 3, 128), -1e9)
+    log_probs[0, 0, 10], log_probs[0, 1, 120], log_probs[0, 2, 127] = 0.0, 0.0, 0.0
+    mask = torch.tensor([[True, True, False]])  # move 2 is padding: never chosen
+    assert fit.action_hits(log_probs, torch.tensor([[0.2, 1.0, 0.0]]), mask).item()
+    assert fit.action_hits(log_probs, torch.tensor([[1.0, 1.0, 0.0]]), mask).item()
+    assert not fit.action_hits(log_probs, torch.tensor([[0.9, 0.5, 0.0]]), mask).item()
+
+
+# --------------------------------------------------------------------------- data order, schedule
+
+
+def test_batch_order_is_a_deterministic_sharded_permutation_with_less_padding() -> None:
+    lengths = np.random.default_rng(1).integers(1, 60, 1000)
+    order = fit.BatchOrder(lengths, batch=25, bucket=8, seed=3)
+    epoch0 = np.concatenate([order.indices(s) for s in range(order.per_epoch)])
+    assert order.per_epoch == 40 and sorted(epoch0) == list(range(1000))
+    again = fit.BatchOrder(lengths, batch=25, bucket=8, seed=3)
+    assert all((order.indices(s) == again.indices(s)).all() for s in (0, 17, 39, 40, 95))
+    assert order.position(95) == (2, 15)
+    assert not (order.indices(40) == order.indices(0)).all()  # a new epoch reshuffles
+    ranks = [fit.BatchOrder(lengths, batch=25, bucket=8, seed=3, rank=r, world=2) for r in (0, 1)]
+    step = np.concatenate([r.indices(7) for r in ranks])
+    assert len(set(step)) == 50  # the ranks split a global batch without overlap
+
+    def padding(o: fit.BatchOrder) -> int:
+        batches = [lengths[o.indices(s)] for s in range(o.per_epoch)]
+        return sum(int(b.max() * len(b) - b.sum()) for b in batches)
+
+    assert padding(order) < 0.5 * padding(fit.BatchOrder(lengths, batch=25, bucket=1, seed=3))
+
+
+def test_learning_rate_warms_up_then_decays_to_the_minimum() -> None:
+    cfg = fit.TrainConfig(data=[], out="", steps=100, warmup=10, lr=1e-3, min_lr_ratio=0.1)
+    rates = [fit.learning_rate(s, cfg) for s in range(101)]
+    assert rates[0] == pytest.approx(1e-4) and rates[9] == pytest.approx(1e-3)
+    assert all(a >= b for a, b in zip(rates[9:], rates[10:], strict=False))
+    assert rates[100] == pytest.approx(1e-4)
+
+
+def test_puzzle_positions_are_excluded_from_training(tmp_path: Path) -> None:
+    csv = tmp_path / "puzzles.csv"
+    fen = "r1bqkbnr/pppp1ppp/2n5/4p3/4P3/5N2/PPPP1PPP/RNBQKB1R w KQkq - 2 3"
+    csv.write_text(f"PuzzleId,FEN,Moves,Rating,Themes,GameUrl\nx,{fen},f1c4 g8f6,1500,,\n")
+    after = chess.Board(fen)
+    after.push_uci("f1c4")
+    data = make_shard(tmp_path / "data", 30, extra=[fen, after.fen()])
+    dataset = AnnotatedDataset(data, split="all")
+    kept = fit.training_indices(dataset, fit.puzzle_keys(csv))
+    assert len(kept) == len(dataset) - 2 and 0 not in kept and 1 not in kept
+
+
+# --------------------------------------------------------------------------- real runs
+
+
+def test_a_short_run_learns_and_writes_checkpoint_metrics_and_plot(tmp_path: Path) -> None:
+    data = make_shard(tmp_path / "data", 120)
+    out = tmp_path / "run"
+    summary = fit.train(config(data, out, steps=16, eval_every=4), quiet=True)
+    assert summary["steps"] == 16 and summary["positions"] > 0
+    rows = [json.loads(line) for line in (out / fit.METRICS).read_text().splitlines()]
+    train_rows = [r for r in rows if r["split"] == "train"]
+    val_rows = [r for r in rows if r["split"] == "val"]
+    assert [r["step"] for r in val_rows] == [4, 8, 12, 16]
+    assert train_rows[-1]["loss"] < train_rows[0]["loss"] - 0.3  # the values are learnable
+    assert val_rows[-1]["loss"] < val_rows[0]["loss"]
+    assert all(r["action_values_per_s"] > 0 for r in train_rows)
+    assert (out / fit.PLOT).read_bytes()[:4] == b"\x89PNG"
+    checkpoint = torch.load(out / fit.CHECKPOINT, weights_only=False)
+    for key in ("config", "preset", "model", "ema", "optimizer", "rng", "summary", "metrics"):
+        assert key in checkpoint
+    assert checkpoint["data_position"]["epoch"] >= 1  # 16 steps of 16 over ~96 positions
+    from training.export import load_checkpoint_model
+
+    model, _ = load_checkpoint_model(out / fit.CHECKPOINT)  # the EMA weights, exportable
+    assert model.config == PRESETS["tiny"]
+
+
+def test_per_move_layout_trains(tmp_path: Path) -> None:
+    data = make_shard(tmp_path / "data", 40)
+    summary = fit.train(config(data, tmp_path / "run", steps=2, layout="per_move"), quiet=True)
+    assert summary["layout"] == "per_move" and summary["steps"] == 2
+
+
+def test_resume_refuses_a_checkpoint_trained_differently(tmp_path: Path) -> None:
+    data = make_shard(tmp_path / "data", 40)
+    fit.train(config(data, tmp_path / "run", steps=1), quiet=True)
+    with pytest.raises(SystemExit, match="other settings"):
+        fit.train(config(data, tmp_path / "run", steps=2, batch=8), quiet=True)
+
+
+def _fit_command(data: Path, out: Path) -> list[str]:
+    return [
+        sys.executable, "-m", "engine", "train", "fit", str(data), "--out", str(out),
+        "--preset", "tiny", "--steps", "16", "--threads", "1", "--batch", "8", "--warmup", "3",
+        "--lr", "3e-3",
+        "--checkpoint-every", "3", "--eval-every", "8", "--log-every", "2", "--val-percent",
+        "20", "--bucket", "4", "--quiet", "--exclude-puzzles",
+    ]  # fmt: skip
+
+
+def test_sigkill_then_resume_continues_and_matches_an_uninterrupted_run(tmp_path: Path) -> None:
+    data = make_shard(tmp_path / "data", 50)
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    killed = tmp_path / "killed"
+    process = subprocess.Popen(_fit_command(data, killed), env=env, cwd=REPO)
+    checkpoint = killed / fit.CHECKPOINT
+    deadline = time.monotonic() + 120
+    while not checkpoint.exists() and process.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.02)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    saved = fit.saved_step(checkpoint)
+    assert 0 < saved < 16, "the run should have been killed mid-way"
+
+    resumed = subprocess.run(
+        _fit_command(data, killed)[:-2] + ["--exclude-puzzles"],  # not --quiet: prints resume
+        env=env, cwd=REPO, capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    assert f"from step {saved}" in resumed.stdout
+    rows = [json.loads(line) for line in (killed / fit.METRICS).read_text().splitlines()]
+    train_steps = [r["step"] for r in rows if r["split"] == "train"]
+    assert train_steps == sorted(set(train_steps)) and train_steps[-1] == 16  # no duplicates
+
+    straight = tmp_path / "straight"
+    subprocess.run(_fit_command(data, straight), env=env, cwd=REPO, check=True)
+    a = torch.load(killed / fit.CHECKPOINT, weights_only=False)
+    b = torch.load(straight / fit.CHECKPOINT, weights_only=False)
+    assert a["step"] == b["step"] == 16
+    for part in ("model", "ema"):
+        assert all(torch.equal(a[part][k], b[part][k]) for k in b[part]), part
