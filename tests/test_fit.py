@@ -251,3 +251,18 @@ def test_sigkill_then_resume_continues_and_matches_an_uninterrupted_run(tmp_path
     assert a["step"] == b["step"] == 16
     for part in ("model", "ema"):
         assert all(torch.equal(a[part][k], b[part][k]) for k in b[part]), part
+
+
+def test_torchrun_two_processes_share_each_global_batch(tmp_path: Path) -> None:
+    """DDP over gloo on CPU: both ranks train, rank 0 alone writes, batch = 2 × --batch."""
+    data = make_shard(tmp_path / "data", 60)
+    env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
+    command = [sys.executable, "-m", "torch.distributed.run", "--standalone"]
+    command += ["--nproc_per_node", "2", "-m", "engine"] + _fit_command(data, tmp_path / "run")[3:]
+    command[command.index("--steps") + 1] = "4"
+    done = subprocess.run(command, env=env, cwd=REPO, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-3000:]
+    checkpoint = torch.load(tmp_path / "run" / fit.CHECKPOINT, weights_only=False)
+    assert checkpoint["step"] == 4
+    assert checkpoint["summary"]["world_size"] == 2 and checkpoint["summary"]["batch"] == 16
+    assert done.stdout.count("checkpoint:") == 1  # only rank 0 reports

@@ -625,6 +625,7 @@ def train(config: TrainConfig, resume: bool = True, quiet: bool = False) -> dict
             dist.barrier()
         clock += time.perf_counter() - paused
     bar.close()
+    summary["steps"] = state.step
     if info.main and checkpoint and state.step == checkpoint["step"]:
         summary = checkpoint["summary"]  # nothing left to train: report the saved run
     if info.world > 1:
@@ -832,5 +833,6 @@ def run(args: argparse.Namespace) -> int:
         raise SystemExit("give one or more annotated shard directories (oneply train annotate)")
     config = config_from_args(args)
     summary = train(config, resume=args.resume, quiet=args.quiet)
-    print(f"checkpoint: {Path(config.out) / CHECKPOINT} (step {summary['steps']})")
+    if int(os.environ.get("RANK", "0")) == 0:
+        print(f"checkpoint: {Path(config.out) / CHECKPOINT} (step {summary['steps']})")
     return 0
