@@ -171,7 +171,9 @@ class GameResult:
 
 
 def _outcome(board: chess.Board, engine_side: chess.Color) -> str | None:
-    outcome = board.outcome(claim_draw=True)
+    """The game's result, with draws claimed by the (losing) opponent only: the engine never
+    claims, so a claimable repetition on its turn is not the end."""
+    outcome = board.outcome(claim_draw=board.turn != engine_side)
     if outcome is None:
         return None
     if outcome.winner is None:
@@ -213,24 +215,39 @@ def play_out(
 
 
 def _run_games(job: tuple) -> list[GameResult]:
-    """Worker: every configuration on a share of the positions (own Stockfish processes)."""
-    fens, configs, scorer_kind, model, opponent_nodes, max_plies, seed = job
+    """Worker: every configuration on a share of the positions (own Stockfish processes).
+
+    Each position is played under every configuration before the next one, and each game is
+    appended to `log` (JSON lines) as it ends, so an interrupted run still gives a balanced
+    comparison."""
+    fens, configs, scorer_kind, model, opponent_nodes, max_plies, seed, log = job
     scorer = make_scorer(scorer_kind, model, seed)
     opponent = chess.engine.SimpleEngine.popen_uci(resolve_stockfish(""))
+    policies = {
+        name: MovePolicy(PolicyConfig(sample_moves=0, seed=seed, **CONFIGS[name]))
+        for name in configs
+    }
     results = []
     try:
-        for name in configs:
-            config = PolicyConfig(sample_moves=0, seed=seed, **CONFIGS[name])
-            policy = MovePolicy(config)
-            for fen in fens:
-                results.append(
-                    play_out(fen, name, scorer.score, policy, opponent, opponent_nodes, max_plies)
+        for fen in fens:
+            for name, policy in policies.items():
+                game = play_out(
+                    fen, name, scorer.score, policy, opponent, opponent_nodes, max_plies
                 )
-            policy.close()
+                results.append(game)
+                with open(log, "a") as handle:
+                    handle.write(json.dumps(asdict(game)) + "\n")
     finally:
+        for policy in policies.values():
+            policy.close()
         opponent.quit()
         scorer.close()
     return results
+
+
+def load_games(path: Path) -> list[GameResult]:
+    """Games from a (possibly partial) JSON-lines log written by `_run_games`."""
+    return [GameResult(**json.loads(line)) for line in path.read_text().splitlines() if line]
 
 
 def summarise(results: list[GameResult]) -> dict[str, dict]:
@@ -269,6 +286,57 @@ def markdown(summary: dict[str, dict]) -> str:
     return "\n".join(lines)
 
 
+# --- puzzles (evaluation only: the rules' defaults are not tuned on them) -----------------------
+
+
+def _solves(
+    puzzle: dict, score: Callable[[chess.Board], list[MoveScore]], policy: MovePolicy
+) -> bool:
+    """Lichess puzzle rules (REFERENCE.md §4): every engine move must match; a mate counts."""
+    board = chess.Board(puzzle["FEN"])
+    line = [chess.Move.from_uci(u) for u in puzzle["Moves"].split()]
+    for ply, expected in enumerate(line):
+        if ply % 2 == 1:
+            move = policy.choose(board, score(board)).move
+            if move != expected:
+                board.push(move)
+                return board.is_checkmate()
+        board.push(expected)
+    return True
+
+
+def puzzle_accuracy(
+    path: Path, scorer_kind: str, model: str | None, configs: list[str], seed: int = 1
+) -> dict[str, dict]:
+    """Share of puzzles solved per configuration, overall and on mate-themed puzzles."""
+    import csv
+
+    with open(path, newline="") as handle:
+        puzzles = list(csv.DictReader(handle))
+    scorer = make_scorer(scorer_kind, model, seed)
+    cache: dict[str, list[MoveScore]] = {}
+
+    def cached(board: chess.Board) -> list[MoveScore]:
+        return cache.setdefault(board.fen(), scorer.score(board))
+
+    results = {}
+    try:
+        for name in configs:
+            policy = MovePolicy(PolicyConfig(sample_moves=0, seed=seed, **CONFIGS[name]))
+            solved = [_solves(p, cached, policy) for p in puzzles]
+            policy.close()
+            mate1 = [s for s, p in zip(solved, puzzles, strict=True) if "mateIn1" in p["Themes"]]
+            results[name] = {
+                "puzzles": len(puzzles),
+                "accuracy": sum(solved) / len(puzzles),
+                "mateIn1": sum(mate1) / max(1, len(mate1)),
+                "mateIn1_count": len(mate1),
+            }
+    finally:
+        scorer.close()
+    return results
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--positions", type=int, default=60)
@@ -281,7 +349,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--out", type=Path, default=Path("policy_eval.json"))
+    parser.add_argument("--puzzles", type=Path, help="instead: puzzle accuracy per config")
     args = parser.parse_args(argv)
+
+    if args.puzzles:
+        configs = args.configs.split(",")
+        result = puzzle_accuracy(args.puzzles, args.scorer, args.model, configs, args.seed)
+        args.out.write_text(json.dumps(result, indent=1))
+        print(json.dumps(result, indent=1))
+        return 0
 
     if args.positions_file.is_file():
         fens = args.positions_file.read_text().split("\n")
@@ -292,7 +368,16 @@ def main(argv: list[str] | None = None) -> int:
     configs = args.configs.split(",")
     shares = [fens[i :: args.workers] for i in range(args.workers)]
     jobs = [
-        (share, configs, args.scorer, args.model, args.opponent_nodes, args.max_plies, args.seed)
+        (
+            share,
+            configs,
+            args.scorer,
+            args.model,
+            args.opponent_nodes,
+            args.max_plies,
+            args.seed,
+            args.out.with_suffix(".jsonl"),
+        )
         for share in shares
         if share
     ]
