@@ -156,3 +156,4 @@ def test_dev_puzzles_limit(tiny_onnx: Path) -> None:
         pytest.skip("no dev puzzle set beside the repository")
     report = evaluate.evaluate_model(tiny_onnx, puzzle_limit=20)
     assert report["puzzles"]["count"] == 20 and "positions" not in report
+    assert len(report["puzzles"]["bands"]) >= 3  # a spread of ratings, not the first 20

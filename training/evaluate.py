@@ -165,16 +165,16 @@ class Puzzle:
 
 
 def read_puzzles(path: Path, limit: int | None = None) -> list[Puzzle]:
-    """Lichess puzzle CSV rows (PuzzleId, FEN, Moves, Rating, ...)."""
-    puzzles = []
+    """Lichess puzzle CSV rows (PuzzleId, FEN, Moves, Rating, ...).
+
+    With a limit, an evenly spaced subset of the file: puzzle files are often sorted by
+    rating, and the first N would all be easy ones.
+    """
     with open(path, newline="") as file:
-        for row in csv.DictReader(file):
-            puzzles.append(
-                Puzzle(row["PuzzleId"], row["FEN"], row["Moves"].split(), int(row["Rating"]))
-            )
-            if limit is not None and len(puzzles) >= limit:
-                break
-    return puzzles
+        rows = list(csv.DictReader(file))
+    if limit is not None and limit < len(rows):
+        rows = [rows[i] for i in np.linspace(0, len(rows) - 1, limit).round().astype(int)]
+    return [Puzzle(r["PuzzleId"], r["FEN"], r["Moves"].split(), int(r["Rating"])) for r in rows]
 
 
 class PuzzleRun:
@@ -308,7 +308,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--puzzles", default=str(DEFAULT_PUZZLES), help="Lichess puzzle CSV (default: dev set)"
     )
     parser.add_argument("--no-puzzles", action="store_true")
-    parser.add_argument("--puzzle-limit", type=int, default=None, help="at most N puzzles")
+    parser.add_argument(
+        "--puzzle-limit", type=int, default=None, help="N puzzles, evenly spaced through the file"
+    )
     parser.add_argument("--threads", type=int, default=None)
     parser.add_argument("--json", help="also write the report as JSON to this file")
 

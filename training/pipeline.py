@@ -48,6 +48,10 @@ SCALES = {
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--preset", choices=SCALES, default="tiny")
     parser.add_argument("--out", type=Path, help="run directory (default runs/PRESET)")
+    defaults = "; ".join(
+        f"{k}: {v.positions} positions, {v.steps} steps" for k, v in SCALES.items()
+    )
+    parser.epilog = f"defaults per preset: {defaults}"
     parser.add_argument("--positions", type=int, help="positions to generate and annotate")
     parser.add_argument("--depth", type=int, default=8, help="Stockfish depth per position")
     parser.add_argument("--steps", type=int, help="training steps")
