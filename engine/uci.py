@@ -137,7 +137,7 @@ class UciEngine:
         self.out = out
         self._lock = threading.Lock()
         self.board = chess.Board()
-        self.policy = MovePolicy()
+        self.policy = MovePolicy(warn=lambda message: self.send(f"info string warning: {message}"))
         self.scorer: Scorer | None = None
         self.debug = False
         self.options = {
@@ -343,7 +343,8 @@ class UciEngine:
             scores = [s for s in scores if s.move.uci() in allowed] or scores
         decision = self.policy.choose(board, scores, self._deadline(limits, board.turn, start))
         elapsed = int((time.monotonic() - start) * 1000)
-        for line in self._info_lines(board, decision, scores, elapsed):
+        adjusted = list(decision.scores) or scores  # e.g. repetitions shown at 0.5
+        for line in self._info_lines(board, decision, adjusted, elapsed):
             self.send(line)
         self.send(f"info string rule {decision.rule}")
         return decision.move.uci()
