@@ -19,6 +19,20 @@ fi
 # Python packages: the engine, plus the CPU build of torch (pinned: an unpinned torch pulls CUDA).
 python3 -m pip install -q -e ".[test]"
 
+# Syzygy 3-4-piece tables (adjudication tests) ship in python-chess's source distribution.
+if [ -z "${ONEPLY_SYZYGY:-}" ]; then
+  export ONEPLY_SYZYGY="$PWD/.cache/syzygy"
+  if [ ! -f "$ONEPLY_SYZYGY/KQvK.rtbw" ]; then
+    version=$(python3 -c "import chess; print(chess.__version__)")
+    tmp=$(mktemp -d)
+    python3 -m pip download -q --no-binary :all: --no-deps "chess==$version" -d "$tmp"
+    mkdir -p "$ONEPLY_SYZYGY"
+    tar xzf "$tmp"/chess-*.tar.gz -C "$tmp" --wildcards "*/data/syzygy/regular/*"
+    cp "$tmp"/chess-*/data/syzygy/regular/*.rtb? "$ONEPLY_SYZYGY"/
+    rm -rf "$tmp"
+  fi
+fi
+
 python3 -m ruff check .
 python3 -m ruff format --check .
 python3 -m pytest -q "$@"
