@@ -39,6 +39,12 @@ def scorer() -> Scorer:
     return Scorer(threads=1)
 
 
+@pytest.fixture(autouse=True)
+def private_heartbeat(tmp_path, monkeypatch):
+    """Each bot under test beats into its own file, never the machine-wide default."""
+    monkeypatch.setenv("ONEPLY_HEARTBEAT", str(tmp_path / "heartbeat"))
+
+
 @pytest.fixture
 def server():
     fake = FakeLichess().start()

@@ -68,6 +68,7 @@ def test_image_install_and_entrypoint_in_a_fresh_venv(tmp_path):
     env_line = " ".join(instruction(lines, "ENV"))
     model = re.search(r"ONEPLY_MODEL=(\S+)", env_line).group(1).replace("/app", str(app))
     env.update(ONEPLY_MODEL=model, PATH=f"{venv}/bin:/usr/games:/usr/bin:/bin")
+    env["ONEPLY_HEARTBEAT"] = str(tmp_path / "heartbeat")  # the image's /tmp, private here
     oneply = str(venv / "bin" / "oneply")
     no_torch = subprocess.run([str(venv / "bin" / "python"), "-c", "import torch"], env=env)
     assert no_torch.returncode != 0, "torch must not be installed in the image"
