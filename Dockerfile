@@ -13,7 +13,7 @@ ENV PYTHONUNBUFFERED=1 \
     PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
     PATH=/opt/oneply/bin:/usr/games:$PATH \
-    ONEPLY_MODEL=/app/models/oneply-9m.onnx \
+    ONEPLY_MODEL=/app/models/oneply-small.onnx \
     ONEPLY_HEARTBEAT=/tmp/oneply-bot.heartbeat
 # hadolint ignore=DL3008
 RUN apt-get update \
@@ -40,7 +40,7 @@ ENV PYTHONUNBUFFERED=1 \
     PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
     PATH=/opt/oneply/bin:/usr/games:$PATH \
-    ONEPLY_MODEL=/app/models/oneply-9m.onnx \
+    ONEPLY_MODEL=/app/models/oneply-small.onnx \
     ONEPLY_HEARTBEAT=/tmp/oneply-bot.heartbeat
 # hadolint ignore=DL3008
 RUN apt-get update \

@@ -30,7 +30,7 @@ from engine.values import NUM_BINS
 FORMAT_VERSION = "1"
 ENV_VAR = "ONEPLY_MODEL"
 REPO_ROOT = Path(__file__).resolve().parent.parent
-BUNDLED_MODEL = REPO_ROOT / "models" / "oneply-9m.onnx"
+BUNDLED_MODEL = REPO_ROOT / "models" / "oneply-small.onnx"
 KEY_PREFIX = "oneply."
 
 

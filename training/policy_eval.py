@@ -1,7 +1,7 @@
 """Measure the move policy's rules on won positions played out against Stockfish.
 
     python -m training.policy_eval --positions 60 --scorer oracle --out policy_eval.json
-    python -m training.policy_eval --scorer onnx --model models/oneply-9m.onnx
+    python -m training.policy_eval --scorer onnx --model models/oneply-small.onnx
 
 1. **Won positions** (`generate_won_positions`): a weighted random line from the polyglot
    book (4–12 plies), then a handicapped middlegame: the strong side (random colour) plays
