@@ -106,3 +106,62 @@ def test_bad_arguments_are_clear_errors(tmp_path: Path, capsys) -> None:
         (tmp_path / "odd.bin").write_bytes(b"not a book")
         assert positions.run(_args("--out", out, "--count", "5", "--books", str(book))) == 2
         assert f"{book}: " in capsys.readouterr().err and not Path(out).exists()
+
+
+def _descendants(pid: int) -> set[int]:
+    """PIDs of every living process below `pid` (from /proc, no psutil needed)."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            children.setdefault(int(fields[1]), []).append(int(entry.name))
+    found, todo = set(), [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.add(child)
+            todo.append(child)
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def test_sigterm_stops_the_workers_and_their_stockfish(tmp_path: Path) -> None:
+    """`kill` (or `docker stop`) must not orphan the pool: workers and Stockfish go too."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    out = tmp_path / "pos.txt"
+    cmd = [sys.executable, "-m", "engine", "train", "positions", "--out", str(out)]
+    proc = subprocess.Popen(
+        [*cmd, "--count", "100000", "--workers", "2", "--seed", "5"],
+        cwd=Path(__file__).resolve().parent.parent,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,  # like a service: not in the test's process group
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not (out.exists() and out.stat().st_size > 0) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        below = _descendants(proc.pid)
+        assert len(below) >= 4, "expected 2 workers, each with a Stockfish"
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=30) == 130
+        deadline = time.monotonic() + 10
+        while any(_alive(pid) for pid in below) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not [pid for pid in below if _alive(pid)]
+    finally:
+        if proc.poll() is None:
+            proc.kill()

@@ -42,6 +42,7 @@ from engine.moves import MOVE_INDEX
 from engine.tokenizer import TokenizerError, board_from, tokenize
 from engine.values import cp_to_win
 from training.dataset import DatasetError, Shard, write_shard
+from training.workers import sigterm_as_interrupt
 
 DEFAULT_STOCKFISH = "/usr/games/stockfish"
 DEFAULT_DEPTH = 8
@@ -404,7 +405,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     try:
-        return _run(args)
+        with sigterm_as_interrupt():
+            return _run(args)
     except AnnotateError as error:
         print(f"oneply train annotate: error: {error}", file=sys.stderr)
         return 2

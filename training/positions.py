@@ -51,6 +51,7 @@ import chess.polyglot
 from tqdm import tqdm
 
 from engine.values import cp_to_win
+from training.workers import sigterm_as_interrupt
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_EXCLUDE = REPO_ROOT.parent / "shared/data/puzzles-dev.csv"
@@ -445,7 +446,8 @@ def _settings(args: argparse.Namespace) -> Settings:
 
 def run(args: argparse.Namespace) -> int:
     try:
-        return _run(args)
+        with sigterm_as_interrupt():
+            return _run(args)
     except PositionsError as error:
         print(f"oneply train positions: error: {error}", file=sys.stderr)
         return 2
