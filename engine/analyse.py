@@ -37,7 +37,11 @@ def position_from(fen_words: list[str], moves: list[str]) -> chess.Board:
 
 
 def report(board: chess.Board, scores: list[MoveScore], scorer: Scorer, ms: float) -> dict:
-    decision = MovePolicy().choose(board, scores) if scores else None
+    policy = MovePolicy()
+    try:
+        decision = policy.choose(board, scores) if scores else None
+    finally:
+        policy.close()  # the mate fallback may have started Stockfish: don't leave it running
     return {
         "fen": board.fen(),
         "model": str(scorer.path),

@@ -69,3 +69,11 @@ def test_bench_positions_file_is_varied():
     assert len(boards) >= 100 and max(counts) == 218
     assert min(pieces) <= 6 and max(pieces) == 32  # endgames and openings
     assert len({b.fen() for b in boards}) == len(boards)
+
+
+def test_analyse_of_a_won_position_exits_promptly():
+    """A won position can start the policy's fallback Stockfish; analyse must close it
+    (it once kept the process alive after printing)."""
+    result = oneply("analyse", "6k1/8/8/8/8/8/QQ6/K7 w - - 0 1", timeout=30)
+    assert result.returncode == 0, result.stderr
+    assert "plays" in result.stdout
