@@ -2,25 +2,23 @@
 
 Each game thread submits its position and waits. The worker takes the first pending
 position, gathers whatever else arrives within a short window (a few ms) and calls
-`Scorer.score_many` once, so 8 games cost about one batched forward pass instead of 8.
-When inference fails the game still moves: `Fallback` plays a quick Stockfish move or a
-random legal one, because losing on time to a bug is worse than one weak move.
+`MoveScorer.score_many` once, so 8 games cost about one batched forward pass instead of 8.
+When inference fails the game still moves (engine/fallback.py: the same rule as the UCI
+engine), because losing on time to a bug is worse than one weak move.
 """
 
 from __future__ import annotations
 
 import logging
 import queue
-import random
 import threading
 import time
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 
 import chess
-import chess.engine
 
-from engine.inference import MoveScore
+from oneply.engine.inference import MoveScore, MoveScorer
 
 log = logging.getLogger("oneply.bot")
 
@@ -34,7 +32,7 @@ class _Request:
 class InferenceBatcher:
     """A worker thread that scores the positions of many games in batched calls."""
 
-    def __init__(self, scorer, window_s: float = 0.003, max_batch: int = 64):
+    def __init__(self, scorer: MoveScorer, window_s: float = 0.003, max_batch: int = 64):
         self.scorer = scorer
         self.window_s = window_s
         self.max_batch = max_batch
@@ -89,44 +87,3 @@ class InferenceBatcher:
     def close(self) -> None:
         self._queue.put(None)
         self._thread.join(timeout=5)
-
-
-class Fallback:
-    """A legal move without the model: a short Stockfish search, else a random legal move."""
-
-    def __init__(self, stockfish_path: str | None, think_s: float = 0.05):
-        self.stockfish_path = stockfish_path
-        self.think_s = think_s
-        self._engine: chess.engine.SimpleEngine | None = None
-        self._lock = threading.Lock()
-
-    def move(self, board: chess.Board) -> tuple[chess.Move, str]:
-        """The move and the rule that produced it (`fallback_stockfish` / `fallback_random`)."""
-        with self._lock:
-            try:
-                engine = self._open()
-                if engine is not None:
-                    result = engine.play(board, chess.engine.Limit(time=self.think_s))
-                    if result.move is not None:
-                        return result.move, "fallback_stockfish"
-            except Exception as error:  # a dead Stockfish must not stop the game either
-                log.warning("event=stockfish_failed error=%r", error)
-                self._engine = None
-        return random.choice(list(board.legal_moves)), "fallback_random"
-
-    def _open(self) -> chess.engine.SimpleEngine | None:
-        if self._engine is None and self.stockfish_path:
-            try:
-                self._engine = chess.engine.SimpleEngine.popen_uci(self.stockfish_path)
-            except (OSError, chess.engine.EngineError):
-                self.stockfish_path = None  # not installed: random moves from now on
-        return self._engine
-
-    def close(self) -> None:
-        with self._lock:
-            if self._engine is not None:
-                try:
-                    self._engine.quit()
-                except Exception:
-                    pass
-                self._engine = None

@@ -1,4 +1,4 @@
-"""Throughput of the bot's batched inference: `python -m bot.bench [--seconds 3]`.
+"""Throughput of the bot's batched inference: `python -m oneply.bot.bench [--seconds 3]`.
 
 N game threads each play random games and ask the shared InferenceBatcher to score every
 position, as the bot does with N concurrent games (all always waiting for a move: the busiest
@@ -16,7 +16,8 @@ from dataclasses import dataclass
 
 import chess
 
-from bot.batcher import InferenceBatcher
+from oneply.bot.batcher import InferenceBatcher
+from oneply.engine.inference import MoveScorer
 
 
 @dataclass
@@ -39,7 +40,7 @@ def _next_board(board: chess.Board, rng: random.Random) -> chess.Board:
     return board
 
 
-def sequential(scorer, seconds: float) -> Result:
+def sequential(scorer: MoveScorer, seconds: float) -> Result:
     rng, board, count = random.Random(0), chess.Board(), 0
     end = time.perf_counter() + seconds
     start = time.perf_counter()
@@ -51,7 +52,7 @@ def sequential(scorer, seconds: float) -> Result:
     return Result("sequential (one position per call)", count, elapsed, 1)
 
 
-def concurrent(scorer, games: int, seconds: float, window_s: float = 0.003) -> Result:
+def concurrent(scorer: MoveScorer, games: int, seconds: float, window_s: float = 0.003) -> Result:
     batcher = InferenceBatcher(scorer, window_s)
     counts = [0] * games
     stop = threading.Event()
@@ -77,7 +78,9 @@ def concurrent(scorer, games: int, seconds: float, window_s: float = 0.003) -> R
     return Result(f"{games} concurrent game(s), batched", sum(counts), elapsed, mean_batch)
 
 
-def report(scorer, seconds: float = 3.0, games: tuple[int, ...] = (1, 4, 8)) -> list[Result]:
+def report(
+    scorer: MoveScorer, seconds: float = 3.0, games: tuple[int, ...] = (1, 4, 8)
+) -> list[Result]:
     scorer.score(chess.Board())  # warm-up
     results = [sequential(scorer, seconds)]
     results += [concurrent(scorer, n, seconds) for n in games]
@@ -98,7 +101,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--threads", type=int, default=None, help="onnxruntime threads")
     parser.add_argument("--model", default=None)
     args = parser.parse_args(argv)
-    from engine.inference import Scorer
+    from oneply.engine.inference import Scorer
 
     scorer = Scorer(args.model, args.threads)
     print(f"model {scorer.path.name}, provider {scorer.provider}, threads {args.threads or 'all'}")

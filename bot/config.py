@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import math
 import os
 import types
 import typing
@@ -17,6 +18,8 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+
+from oneply.engine.policy_config import PolicyConfig, PolicyOptionError, policy_from_mapping
 
 TOKEN_ENV = "LICHESS_BOT_TOKEN"
 LICHESS_URL = "https://lichess.org"
@@ -49,14 +52,15 @@ class RateLimitConfig:
 
 @dataclass
 class EngineConfig:
-    """The model and the move policy. `policy` maps PolicyConfig field names to values."""
+    """The model and the move policy. `policy` is parsed and checked by the engine's one
+    parser of policy settings (engine/policy_config.py), the same that serves UCI."""
 
     model: str | None = None
     threads: int | None = None
     batch_window_ms: float = 3.0
-    policy: dict[str, Any] = field(default_factory=dict)
+    policy: PolicyConfig = field(default_factory=PolicyConfig)
     fallback: str = "stockfish"
-    stockfish_path: str = "/usr/games/stockfish"
+    stockfish_path: str = ""  # empty: oneply.engine.stockfish.find_stockfish looks for it
     fallback_time: float = 0.05
 
 
@@ -171,8 +175,13 @@ def _build(cls: type, data: Any, where: str) -> Any:
                 f"unknown config key {path!r}.{hint} Allowed keys here: {', '.join(allowed)}"
             )
         hint = hints[key]
-        if dataclasses.is_dataclass(hint):
-            values[key] = _build(hint, value, path)
+        if hint is PolicyConfig:  # declared in the engine, with its own ranges and parser
+            try:
+                values[key] = policy_from_mapping(value, path)
+            except PolicyOptionError as error:
+                raise ConfigError(str(error)) from None
+        elif dataclasses.is_dataclass(hint):
+            values[key] = _build(typing.cast(type, hint), value, path)
         elif not _type_ok(value, hint):
             raise ConfigError(
                 f"config key {path!r} must be {_type_name(hint)}, got {value!r} "
@@ -183,8 +192,60 @@ def _build(cls: type, data: Any, where: str) -> Any:
     return cls(**values)
 
 
+def _require(path: str, value: float | None, ok: bool, rule: str) -> None:
+    """A ConfigError naming the key unless `ok`; NaN and infinity are never ok."""
+    finite = value is None or math.isfinite(value)
+    if not (ok and finite):
+        raise ConfigError(f"config key {path!r} must be {rule}, got {value!r}")
+
+
+def _check_ranges(config: BotConfig) -> None:
+    """Values that have the right type but make no sense (`abort_time: -1` would abort every
+    game at once, `read_timeout: 0` fail every request)."""
+    http, engine, challenge = config.http, config.engine, config.challenge
+    for path, value in [
+        ("abort_time", config.abort_time),
+        ("http.connect_timeout", http.connect_timeout),
+        ("http.read_timeout", http.read_timeout),
+        ("http.backoff_base", http.backoff_base),
+        ("rate_limit.pause_429", config.rate_limit.pause_429),
+        ("engine.fallback_time", engine.fallback_time),
+    ]:
+        _require(path, value, value > 0, "a number of seconds above 0")
+    _require(
+        "http.backoff_max",
+        http.backoff_max,
+        http.backoff_max >= http.backoff_base,
+        "at least http.backoff_base",
+    )
+    _require("engine.batch_window_ms", engine.batch_window_ms, engine.batch_window_ms >= 0, ">= 0")
+    threads = engine.threads
+    _require("engine.threads", threads, threads is None or threads >= 1, "null or at least 1")
+    _require("challenge.max_games", challenge.max_games, challenge.max_games >= 1, "at least 1")
+    for low, high in [
+        ("min_base", "max_base"),
+        ("min_increment", "max_increment"),
+        ("min_rating", "max_rating"),
+    ]:
+        low_value, high_value = getattr(challenge, low), getattr(challenge, high)
+        _require(
+            f"challenge.{low}",
+            low_value,
+            0 <= low_value <= high_value,
+            f"between 0 and challenge.{high}",
+        )
+    for path, value in [
+        ("draw.max_win", config.draw.max_win),
+        ("resign.max_win", config.resign.max_win),
+    ]:
+        _require(path, value, 0 <= value <= 1, "an expected win in [0, 1]")
+    _require("draw.min_moves", config.draw.min_moves, config.draw.min_moves >= 0, ">= 0")
+    _require("resign.moves", config.resign.moves, config.resign.moves >= 1, "at least 1")
+
+
 def _check_values(config: BotConfig) -> None:
     """Cross-field rules that types alone cannot express."""
+    _check_ranges(config)
     known_variants = {"standard", "fromPosition"}
     for variant in config.challenge.variants:
         if variant not in known_variants:
@@ -212,22 +273,28 @@ def _check_values(config: BotConfig) -> None:
 def parse_config(data: Any, env: dict[str, str] | None = None) -> BotConfig:
     """A validated BotConfig from parsed YAML; $LICHESS_BOT_TOKEN overrides `token`."""
     config = _build(BotConfig, data, "")
-    env = os.environ if env is None else env
-    if env.get(TOKEN_ENV):
-        config.token = env[TOKEN_ENV]
+    environ: typing.Mapping[str, str] = os.environ if env is None else env
+    if environ.get(TOKEN_ENV):
+        config.token = environ[TOKEN_ENV]
     _check_values(config)
     return config
 
 
 def load_config(path: str | os.PathLike, env: dict[str, str] | None = None) -> BotConfig:
-    """Read and validate config.yml; a missing file means all defaults."""
+    """Read and validate config.yml. A missing file is an error, not all defaults: a typo in
+    `--config` must not start a bot with settings nobody chose on a live account."""
     path = Path(path)
-    data: Any = {}
-    if path.exists():
-        try:
-            data = yaml.safe_load(path.read_text()) or {}
-        except yaml.YAMLError as error:
-            raise ConfigError(f"{path}: not valid YAML ({error})") from None
+    try:
+        data = yaml.safe_load(path.read_text()) or {}
+    except FileNotFoundError:
+        raise ConfigError(
+            f"config file {path} not found: pass --config FILE (the repo's config.yml "
+            "documents every key; an empty file means all defaults)"
+        ) from None
+    except OSError as error:
+        raise ConfigError(f"{path}: cannot read ({error})") from None
+    except yaml.YAMLError as error:
+        raise ConfigError(f"{path}: not valid YAML ({error})") from None
     try:
         return parse_config(data, env)
     except ConfigError as error:

@@ -21,16 +21,17 @@ import chess
 import chess.pgn
 from berserk.exceptions import ResponseError
 
-from bot.batcher import Fallback, InferenceBatcher
-from bot.config import BotConfig
-from bot.lichess import Lichess, RateLimited, is_transient, status_of
-from engine.policy import MovePolicy
+from oneply.bot.batcher import InferenceBatcher
+from oneply.bot.config import BotConfig
+from oneply.bot.lichess import Lichess, RateLimited, is_transient, status_of
+from oneply.engine.clock import MAX_THINK_MS, think_budget_ms
+from oneply.engine.fallback import Fallback
+from oneply.engine.policy import MovePolicy
 
 log = logging.getLogger("oneply.bot")
 
 RUNNING = {"created", "started"}
 DRAWN = {"draw", "stalemate", "outoftime", "insufficientMaterial", "timeout"}
-MAX_THINK_S = 10.0
 
 
 class Resync(Exception):
@@ -47,13 +48,10 @@ def millis(value: Any) -> int | None:
 
 
 def think_time(remaining_ms: int | None, increment_ms: int | None) -> float:
-    """Seconds we may spend on this move: a slice of the clock plus most of the increment,
-    never more than a third of what is left (the policy's fallbacks respect the deadline)."""
-    if remaining_ms is None:
-        return MAX_THINK_S  # correspondence / unlimited
-    remaining, increment = remaining_ms / 1000, (increment_ms or 0) / 1000
-    budget = min(remaining / 30 + increment * 0.7, remaining / 3)
-    return max(0.02, min(MAX_THINK_S, budget))
+    """Seconds we may spend on this move: engine/clock.py's budget, the same as the UCI
+    engine's; MAX_THINK_MS for a game without a clock (correspondence, unlimited)."""
+    budget_ms = think_budget_ms(remaining_ms, increment_ms)
+    return (MAX_THINK_MS if budget_ms is None else budget_ms) / 1000
 
 
 def pgn_result(status: str, winner: str | None) -> str:
@@ -210,7 +208,7 @@ class Game:
             return decision.move, decision.win, decision.rule
         except Exception as error:
             log.error("event=engine_failed game=%s error=%r", self.id, error)
-            move, rule = self.s.fallback.move(board)
+            move, rule = self.s.fallback.move(board, deadline - time.monotonic())
             return move, None, rule
 
     def _play(self, policy: MovePolicy) -> None:

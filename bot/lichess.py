@@ -14,14 +14,15 @@ import random
 import threading
 import time
 from collections.abc import Callable, Iterator
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import berserk
 import requests
 import requests.adapters
 from berserk.exceptions import ApiError, ResponseError
 
-from bot.config import BotConfig
+from oneply.bot.config import BotConfig
+from oneply.bot.payloads import Account, Event
 
 log = logging.getLogger("oneply.bot")
 # berserk logs request bodies at DEBUG; /api/token/test sends the token in the body.
@@ -62,7 +63,10 @@ class TimeoutSession(requests.Session):
         self.headers["Authorization"] = f"Bearer {token}"
         self.headers["User-Agent"] = "oneply-bot"
 
-    def request(self, method: str, url: str, *args: Any, **kwargs: Any) -> requests.Response:
+    # a pass-through: requests' own signature is too long to repeat for one default
+    def request(  # type: ignore[override]
+        self, method: str, url: str, *args: Any, **kwargs: Any
+    ) -> requests.Response:
         kwargs.setdefault("timeout", self.timeout)
         return super().request(method, url, *args, **kwargs)
 
@@ -209,9 +213,9 @@ class Lichess:
             )
         return entry
 
-    def account(self) -> dict[str, Any]:
+    def account(self) -> Account:
         try:
-            account = self.retrying("account", self.client.account.get)
+            account = cast(Account, self.retrying("account", self.client.account.get))
         except ResponseError as error:
             if error.status_code == 401:
                 raise SetupError("Lichess rejected the token (HTTP 401); check it") from None
@@ -219,7 +223,7 @@ class Lichess:
         self.username = account.get("username") or account.get("id", "")
         return account
 
-    def check_bot_account(self) -> dict[str, Any]:
+    def check_bot_account(self) -> Account:
         """Token with bot:play and a BOT account, or a SetupError that says what to do."""
         self.check_token()
         account = self.account()
@@ -258,10 +262,11 @@ class Lichess:
 
         self.session.hooks["response"].append(hook)
 
-    def stream_events(self) -> Iterator[dict[str, Any]]:
+    def stream_events(self) -> Iterator[Event]:
         """Challenges and game starts; a stall (no keep-alive within the read timeout) raises
         a requests ConnectionError while iterating."""
-        return self._stream("event_stream", self.client.bots.stream_incoming_events)
+        events = cast(Callable[[], Iterator[Event]], self.client.bots.stream_incoming_events)
+        return self._stream("event_stream", events)
 
     def stream_game(self, game_id: str) -> Iterator[dict[str, Any]]:
         return self._stream("game_stream", self.client.bots.stream_game_state, game_id)
@@ -281,7 +286,13 @@ class Lichess:
         self.retrying("challenge", self.client.bots.decline_challenge, challenge_id, reason)
 
     def chat(self, game_id: str, text: str, spectator: bool = False) -> None:
-        self.retrying("chat", self.client.bots.post_message, game_id, text, spectator)
+        """Chat is courtesy: while the endpoint is paused after a 429 the message is skipped,
+        never waited for, because games greet from their own thread before their first move
+        and a 60 s wait there would lose bullet games on time."""
+        if self.pause_left("chat") > 0:
+            log.info("event=chat_skipped game=%s reason=rate_limited", game_id)
+            return
+        self.call("chat", self.client.bots.post_message, game_id, text, spectator)
 
     def abort(self, game_id: str) -> None:
         self.retrying("abort", self.client.bots.abort_game, game_id)

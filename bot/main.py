@@ -14,41 +14,39 @@ import logging
 import sys
 import threading
 from collections import deque
+from collections.abc import Callable
 from typing import Any
 
-from bot.batcher import Fallback, InferenceBatcher
-from bot.challenges import decline_reason
-from bot.config import BotConfig, ConfigError, load_config
-from bot.game import Game, Services
-from bot.lichess import Lichess, RateLimited, SetupError, status_of
-from engine.health import Heartbeat
-from engine.model_file import ModelFileError
-from engine.policy import MovePolicy, PolicyConfig
+from berserk.exceptions import ResponseError
+
+from oneply.bot.batcher import InferenceBatcher
+from oneply.bot.challenges import decline_reason
+from oneply.bot.config import BotConfig, ConfigError, load_config
+from oneply.bot.game import Game, Services
+from oneply.bot.lichess import Lichess, RateLimited, SetupError, is_transient, status_of
+from oneply.bot.payloads import Challenge, Event
+from oneply.engine.fallback import Fallback
+from oneply.engine.health import Heartbeat
+from oneply.engine.inference import MoveScorer
+from oneply.engine.model_file import ModelFileError
+from oneply.engine.policy import MovePolicy
+from oneply.engine.stockfish import find_stockfish
 
 log = logging.getLogger("oneply.bot")
 
 
-def policy_factory(config: BotConfig):
-    """A function that makes one MovePolicy per game from `engine.policy`; unknown keys are
-    a ConfigError now rather than a crash in the first game."""
-    allowed = [f.name for f in dataclasses.fields(PolicyConfig)]
-    for key in config.engine.policy:
-        if key not in allowed:
-            raise ConfigError(
-                f"unknown config key 'engine.policy.{key}'. "
-                f"Allowed keys here: {', '.join(allowed) or '(none in this version)'}"
-            )
-    try:
-        PolicyConfig(**config.engine.policy)
-    except (TypeError, ValueError) as error:
-        raise ConfigError(f"engine.policy: {error}") from None
-    return lambda: MovePolicy(PolicyConfig(**config.engine.policy))
+def policy_factory(config: BotConfig) -> Callable[[], MovePolicy]:
+    """A function that makes one MovePolicy per game from `engine.policy` (checked when
+    config.yml was loaded); each game gets its own copy of the settings."""
+    return lambda: MovePolicy(dataclasses.replace(config.engine.policy))
 
 
 class Bot:
     """The event loop: challenges in, one thread per game out."""
 
-    def __init__(self, config: BotConfig, scorer: Any = None, lichess: Lichess | None = None):
+    def __init__(
+        self, config: BotConfig, scorer: MoveScorer | None = None, lichess: Lichess | None = None
+    ):
         self.config = config
         self.lichess = lichess or Lichess(config)
         self.scorer = scorer
@@ -66,11 +64,18 @@ class Bot:
     def start_services(self) -> Services:
         new_policy = policy_factory(self.config)
         if self.scorer is None:
-            from engine.inference import Scorer  # onnxruntime loads only when we play
+            from oneply.engine.inference import Scorer  # onnxruntime loads only when we play
 
             self.scorer = Scorer(self.config.engine.model, self.config.engine.threads)
+        info = getattr(self.scorer, "info", None)
+        log.info(
+            "event=model_loaded model=%s provider=%s",
+            info.describe() if info is not None else type(self.scorer).__name__,
+            getattr(self.scorer, "provider", "?"),  # a silent CPU fallback must be visible
+        )
         engine = self.config.engine
-        stockfish = engine.stockfish_path if engine.fallback == "stockfish" else None
+        wants_stockfish = engine.fallback == "stockfish"
+        stockfish = find_stockfish(engine.stockfish_path) if wants_stockfish else None
         model_name = getattr(getattr(self.scorer, "path", None), "name", "oneply")
         self.services = Services(
             lichess=self.lichess,
@@ -83,16 +88,44 @@ class Bot:
         return self.services
 
     def run(self) -> int:
-        """Check the account, then play until stopped. Returns the process exit code."""
-        account = self.lichess.check_bot_account()
-        log.info("event=connected user=%s url=%s", account.get("username"), self.config.url)
+        """Load the model, check the account, then play until stopped. Returns the exit
+        code. The model comes first: a bad model file must stop the bot before it talks to
+        Lichess (and before it accepts a challenge it cannot play)."""
         self.start_services()
+        account = self._connect()
+        if account is None:
+            self.shutdown()
+            return 0
+        log.info("event=connected user=%s url=%s", account.get("username"), self.config.url)
         self.heartbeat.start()
         try:
             self._event_loop()
         finally:
             self.shutdown()
         return 0
+
+    def _connect(self) -> dict[str, Any] | None:
+        """The account, retried with capped back-off while Lichess cannot be reached (a
+        network outage at start-up is not a reason to exit); None when stopped meanwhile.
+        A rejected token or a non-BOT account is a SetupError at once."""
+        backoff = self.lichess.backoff()
+        while not self.stop_event.is_set():
+            try:
+                return self.lichess.check_bot_account()
+            except SetupError:
+                raise
+            except Exception as error:
+                if not is_transient(error):
+                    raise
+                delay = backoff.next_delay()
+                log.warning(
+                    "event=lichess_unreachable url=%s error=%s retry_in_s=%.2f",
+                    self.config.url,
+                    type(error).__name__,
+                    delay,
+                )
+                self.stop_event.wait(delay)
+        return None
 
     # -- the event stream -----------------------------------------------------------------
 
@@ -102,8 +135,8 @@ class Bot:
             try:
                 self.pick_up_ongoing()
                 for event in self.lichess.stream_events():
-                    backoff.reset()
-                    self.handle_event(event)
+                    if self._handled(event):
+                        backoff.reset()  # only after success: a failure path never resets it
                     if self.stop_event.is_set():
                         return
                 raise ConnectionError("event stream ended")
@@ -122,6 +155,16 @@ class Bot:
                 )
                 self.stop_event.wait(delay)
 
+    def _handled(self, event: Event) -> bool:
+        """Handle one event; False (logged) when it failed. A bad event must not break the
+        stream: Lichess would replay it on reconnect and the bot would loop on it."""
+        try:
+            self.handle_event(event)
+            return True
+        except Exception as error:
+            log.error("event=event_failed type=%s error=%r", str(event.get("type"))[:40], error)
+            return False
+
     def pick_up_ongoing(self) -> None:
         """Games already in progress (a restart, or events missed while disconnected)."""
         try:
@@ -134,7 +177,7 @@ class Bot:
             if game_id:
                 self.start_game(game_id)
 
-    def handle_event(self, event: dict[str, Any]) -> None:
+    def handle_event(self, event: Event) -> None:
         kind = event.get("type")
         if kind == "challenge":
             self.on_challenge(event.get("challenge") or {})
@@ -150,7 +193,7 @@ class Bot:
             alive = sum(thread.is_alive() for _, thread in self.games.values())
             return alive + len(self.accepted)
 
-    def on_challenge(self, challenge: dict[str, Any]) -> None:
+    def on_challenge(self, challenge: Challenge) -> None:
         challenge_id = challenge.get("id", "")
         challenger = (challenge.get("challenger") or {}).get("id")
         if challenge.get("direction") == "out" or challenger == self.lichess.username.lower():
@@ -266,7 +309,6 @@ def run(args: argparse.Namespace) -> int:
     setup_logging(args.log_level)
     try:
         config = load_config(args.config)
-        policy_factory(config)
         lichess = Lichess(config)
         if args.upgrade:
             return upgrade(lichess)
@@ -275,5 +317,8 @@ def run(args: argparse.Namespace) -> int:
     except (ConfigError, SetupError, ModelFileError) as error:
         print(f"oneply bot: {error}", file=sys.stderr)
         return 2
+    except ResponseError as error:  # an HTTP answer that retrying cannot fix
+        print(f"oneply bot: Lichess answered {error}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         return 130

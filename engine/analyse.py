@@ -9,13 +9,19 @@ import time
 
 import chess
 
-from engine.inference import MoveScore, Scorer
-from engine.model_file import ModelFileError
-from engine.policy import MovePolicy
-from engine.tokenizer import TokenizerError, board_from
-from engine.values import win_to_cp
+from oneply.engine.inference import MoveScore, Scorer
+from oneply.engine.model_file import ModelFileError
+from oneply.engine.policy import MovePolicy
+from oneply.engine.tokenizer import TokenizerError, board_from
+from oneply.engine.values import win_to_cp
 
 BAR_WIDTH = 24
+
+
+class IllegalMoveError(ValueError):
+    """A `--moves` entry that is not a legal move where it is played."""
+
+
 BLOCKS = " ▏▎▍▌▋▊▉█"
 
 
@@ -32,7 +38,10 @@ def position_from(fen_words: list[str], moves: list[str]) -> chess.Board:
         try:
             board.push_uci(uci)
         except ValueError:
-            raise TokenizerError(f"illegal move {uci} in position {board.fen()}") from None
+            raise IllegalMoveError(
+                f"illegal move {uci} in position {board.fen()}: give --moves in UCI notation "
+                "(e2e4, e7e8q), each legal after the ones before it"
+            ) from None
     return board
 
 
@@ -89,7 +98,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         board = position_from(args.fen, args.moves)
         scorer = Scorer(args.model, threads=args.threads)
-    except (TokenizerError, ModelFileError) as error:
+    except (TokenizerError, IllegalMoveError, ModelFileError) as error:
         print(f"oneply analyse: {error}", file=sys.stderr)
         return 2
     if not scorer.info.trained:

@@ -10,6 +10,10 @@ middlegames, endgames and the 218-move position) it times one session run per po
 
 and reports ms per position (median, p90), positions per second, the speedup of shared int8
 over per_move fp32, and the accuracy cost of int8 (|Δ expected win| over every move).
+
+A ``per_move`` file (an imported DeepMind model, `oneply import-dm`) cannot be rebuilt as
+``shared``: its state tokens were trained to attend to the move. For it the variants are
+``per_move_fp32`` (the file) and ``per_move_int8``.
 """
 
 from __future__ import annotations
@@ -28,12 +32,13 @@ import numpy as np
 import onnx
 from tqdm import tqdm
 
-from engine.graph import build_model, quantize_int8, weights_of
-from engine.inference import Scorer
-from engine.model_file import ModelFileError
+from oneply.engine.graph import build_model, quantize_int8, weights_of
+from oneply.engine.inference import Scorer
+from oneply.engine.model_file import ModelFileError
 
 POSITIONS_FILE = Path(__file__).parent / "data" / "bench_positions.txt"
 VARIANTS = ("shared_fp32", "shared_int8", "per_move_fp32")
+PER_MOVE_VARIANTS = ("per_move_fp32", "per_move_int8")
 
 
 def load_positions(path: Path = POSITIONS_FILE, limit: int | None = None) -> list[chess.Board]:
@@ -42,14 +47,20 @@ def load_positions(path: Path = POSITIONS_FILE, limit: int | None = None) -> lis
 
 
 def build_variants(model_path: Path, workdir: Path) -> dict[str, Path]:
-    """Model files for the three variants, all holding the weights of `model_path`."""
+    """Model files for the variants (VARIANTS, or PER_MOVE_VARIANTS for a per_move file), all
+    holding the weights of `model_path`, the file itself first."""
     proto = onnx.load(str(model_path))
     props = {p.key: p.value for p in proto.metadata_props}
-    if props.get("oneply.layout") != "shared" or props.get("oneply.quantization") == "int8":
+    layout = props.get("oneply.layout")
+    if layout not in ("shared", "per_move") or props.get("oneply.quantization") == "int8":
         raise ModelFileError(
-            f"{model_path}: bench needs an fp32 shared-layout model (it derives the int8 and "
-            "per_move variants from its weights); export one with `oneply export`."
+            f"{model_path}: bench needs an fp32 model (it derives the int8 and per_move "
+            "variants from its weights); export one with `oneply export`."
         )
+    if layout == "per_move":
+        paths = {"per_move_fp32": model_path, "per_move_int8": workdir / "int8.onnx"}
+        quantize_int8(model_path, paths["per_move_int8"])
+        return paths
     config = json.loads(props["oneply.config"])
     per_move = build_model(
         weights_of(proto),
@@ -57,6 +68,7 @@ def build_variants(model_path: Path, workdir: Path) -> dict[str, Path]:
         config["heads"],
         config["layers"],
         {**props, "oneply.layout": "per_move"},
+        mirror=config.get("mirror", False),
     )
     paths = {"shared_fp32": model_path, "shared_int8": workdir / "int8.onnx"}
     quantize_int8(model_path, paths["shared_int8"])
@@ -90,30 +102,38 @@ def bench(model: str | None, threads: int, limit: int | None) -> dict:
     results, wins = {}, {}
     with tempfile.TemporaryDirectory() as tmp:
         paths = build_variants(base.path, Path(tmp))
-        for variant in VARIANTS:
-            scorer = base if variant == "shared_fp32" else Scorer(paths[variant], threads=threads)
+        variants = tuple(paths)
+        for variant in variants:
+            scorer = base if variant == variants[0] else Scorer(paths[variant], threads=threads)
             times, wins[variant] = time_variant(scorer, boards, variant)
             results[variant] = summarise(times)
+    layout = base.info.layout
     deltas = [
         abs(fp32[move] - int8[move])
-        for fp32, int8 in zip(wins["shared_fp32"], wins["shared_int8"], strict=True)
+        for fp32, int8 in zip(wins[f"{layout}_fp32"], wins[f"{layout}_int8"], strict=True)
         for move in fp32
     ]
+    speedups: dict[str, float] = {}
+    if layout == "shared":
+        per_move = results["per_move_fp32"]["median"]
+        speedups = {
+            "speedup_shared_int8_vs_per_move": round(
+                per_move / results["shared_int8"]["median"], 2
+            ),
+            "speedup_shared_fp32_vs_per_move": round(
+                per_move / results["shared_fp32"]["median"], 2
+            ),
+        }
     return {
         "model": str(base.path),
         "model_description": base.info.describe(),
         "threads": threads,
         "positions": len(boards),
         "legal_moves_mean": float(np.mean([b.legal_moves.count() for b in boards])),
-        "ms_per_position": {v: round(results[v]["median"], 3) for v in VARIANTS},
-        "p90_ms_per_position": {v: round(results[v]["p90"], 3) for v in VARIANTS},
-        "positions_per_s": {v: round(results[v]["positions_per_s"], 1) for v in VARIANTS},
-        "speedup_shared_int8_vs_per_move": round(
-            results["per_move_fp32"]["median"] / results["shared_int8"]["median"], 2
-        ),
-        "speedup_shared_fp32_vs_per_move": round(
-            results["per_move_fp32"]["median"] / results["shared_fp32"]["median"], 2
-        ),
+        "ms_per_position": {v: round(results[v]["median"], 3) for v in variants},
+        "p90_ms_per_position": {v: round(results[v]["p90"], 3) for v in variants},
+        "positions_per_s": {v: round(results[v]["positions_per_s"], 1) for v in variants},
+        **speedups,
         "int8_abs_win_delta": {"max": float(np.max(deltas)), "mean": float(np.mean(deltas))},
     }
 
@@ -127,7 +147,7 @@ def print_table(result: dict) -> None:
     print()
     print(f"{'variant':<15} {'median ms':>10} {'p90 ms':>9} {'pos/s':>8} {'vs per_move':>12}")
     per_move = result["ms_per_position"]["per_move_fp32"]
-    for variant in VARIANTS:
+    for variant in result["ms_per_position"]:
         median = result["ms_per_position"][variant]
         print(
             f"{variant:<15} {median:>10.2f} {result['p90_ms_per_position'][variant]:>9.2f} "
@@ -140,7 +160,9 @@ def print_table(result: dict) -> None:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--model", help="fp32 shared-layout ONNX model (default: bundled)")
+    parser.add_argument(
+        "--model", help="fp32 ONNX model, shared or per_move layout (default: bundled)"
+    )
     parser.add_argument("--threads", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--positions", type=int, default=None, help="use the first N positions")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")

@@ -11,20 +11,29 @@ import argparse
 import importlib
 import sys
 
-from engine import __version__
+from oneply.engine import __version__
+from oneply.engine.errors import CommandError
 
 #: subcommand → (module, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
-    "uci": ("engine.uci", "run the UCI engine on stdin/stdout (for GUIs and cutechess)"),
-    "analyse": ("engine.analyse", "score every legal move of a position"),
-    "bench": ("engine.bench", "measure inference speed: shared fp32/int8 vs per_move fp32"),
-    "health": ("engine.health", "check that the model loads and scores (Docker HEALTHCHECK)"),
-    "export": ("training.export", "export a training checkpoint to ONNX"),
-    "eval": ("training.evaluate", "evaluate a model: action accuracy, Kendall tau, puzzles"),
-    "train": ("training.cli", "training pipeline: positions, annotate, fit, all"),
-    "match": ("training.match", "play a match between two UCI engines, with Elo"),
-    "ladder": ("training.ladder", "rate a model against Stockfish UCI_Elo levels"),
-    "bot": ("bot.main", "play on Lichess as a BOT account"),
+    "uci": ("oneply.engine.uci", "run the UCI engine on stdin/stdout (for GUIs and cutechess)"),
+    "analyse": ("oneply.engine.analyse", "score every legal move of a position"),
+    "bench": ("oneply.engine.bench", "measure inference speed: shared fp32/int8 vs per_move fp32"),
+    "health": (
+        "oneply.engine.health",
+        "check that the model loads and scores (Docker HEALTHCHECK)",
+    ),
+    "export": ("oneply.training.export", "export a training checkpoint to ONNX"),
+    "import-dm": (
+        "oneply.training.dm_import",
+        "import DeepMind's searchless_chess checkpoints (9M/136M/270M) as model files",
+    ),
+    "eval": ("oneply.training.evaluate", "evaluate a model: action accuracy, Kendall tau, puzzles"),
+    "train": ("oneply.training.cli", "training: generate, inspect, positions, annotate, fit, all"),
+    "match": ("oneply.arena.match", "play a match between two UCI engines, with Elo"),
+    "ladder": ("oneply.arena.ladder", "rate a model against Stockfish UCI_Elo levels"),
+    "strength": ("oneply.arena.strength", "strength suite: puzzles, games vs anchors, one rating"),
+    "bot": ("oneply.bot.main", "play on Lichess as a BOT account"),
 }
 
 
@@ -44,6 +53,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     top.add_argument("--version", action="version", version=f"oneply {__version__}")
     top.add_argument("command", nargs="?", help=argparse.SUPPRESS)
+    if argv and not argv[0].startswith("-") and argv[0] not in COMMANDS:
+        # before parsing, or `oneply typo --help` would print the main help and exit 0
+        top.error(f"unknown subcommand {argv[0]!r} (choose from {', '.join(COMMANDS)})")
     if not argv or argv[0] not in COMMANDS:
         args, _ = top.parse_known_args(argv)
         if args.command is not None:
@@ -56,6 +68,9 @@ def main(argv: list[str] | None = None) -> int:
     module.add_arguments(parser)
     try:
         return int(module.run(parser.parse_args(rest)) or 0)
+    except CommandError as error:  # bad input or a failed step: the message says what to do
+        print(error, file=sys.stderr)
+        return error.exit_code
     except BrokenPipeError:  # `oneply analyse | head`: the reader left, nothing to report
         sys.stderr.close()
         return 0

@@ -6,7 +6,7 @@ model to get the `per_move` baseline for the very same weights. It mirrors
 training/model.py operation by operation (tests check parity to 1e-4).
 
 Weights use the PyTorch parameter names; Linear weights are stored transposed ([in, out]) so
-they feed MatMul directly. Graph contract:
+they feed MatMul directly. Graph contract (docs/FORMAT.md §4):
 
 * input ``state``: int64 [B, 77] state tokens;
 * input ``moves``: int64 [B, N] move ids, padding marked by -1 (any negative id);
@@ -15,16 +15,27 @@ they feed MatMul directly. Graph contract:
 
 from __future__ import annotations
 
+import json
 import math
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-from engine.tokenizer import STATE_LENGTH
+from oneply.engine.mirror import (
+    BLACK_TOKEN,
+    CASTLING_BIT,
+    MIRROR_MOVE,
+    STATE_MAP_FLAT,
+    STATE_MAP_OFFSET,
+    STATE_SOURCE,
+)
+from oneply.engine.moves import MOVE_FROM, MOVE_PROMOTION, MOVE_TO
+from oneply.engine.tokenizer import FIELDS, SQUARE_TOKEN, STATE_LENGTH
 
 OPSET = 17
 PREFIX = STATE_LENGTH + 1
@@ -42,13 +53,18 @@ class _Graph:
         ]
         self._count = 0
 
-    def op(self, op_type: str, *inputs: str, outputs: int = 1, **attrs) -> str | list[str]:
+    def op(self, op_type: str, *inputs: str, **attrs: Any) -> str:
+        """One node with one output; returns the output's name."""
+        return self.ops(op_type, *inputs, outputs=1, **attrs)[0]
+
+    def ops(self, op_type: str, *inputs: str, outputs: int, **attrs: Any) -> list[str]:
+        """One node with several outputs (Split); returns their names."""
         names = [f"{op_type.lower()}_{self._count}_{i}" for i in range(outputs)]
         self._count += 1
         self.nodes.append(helper.make_node(op_type, list(inputs), names, **attrs))
-        return names[0] if outputs == 1 else names
+        return names
 
-    def const(self, value, dtype=np.int64) -> str:
+    def const(self, value: Any, dtype: type[np.generic] = np.int64) -> str:
         name = f"const_{self._count}"
         self._count += 1
         self.initializers.append(numpy_helper.from_array(np.asarray(value, dtype=dtype), name))
@@ -62,6 +78,8 @@ class _Builder:
         self.layers = num_layers
         self.width = int(weights["bos"].shape[0])
         self.head_dim = self.width // heads
+        self.move_features = "from_embed.weight" in weights
+        self.piece_features = "from_piece.weight" in weights
         self.scale = self.g.const(1.0 / math.sqrt(self.head_dim), np.float32)
 
     def layer_norm(self, x: str, name: str) -> str:
@@ -71,7 +89,7 @@ class _Builder:
         """[B, T, D] normalised input → q, k, v as [B, H, T, Dh]."""
         qkv = self.g.op("MatMul", x, f"{prefix}.qkv.weight")
         shape = self.g.const([0, 0, self.heads, self.head_dim])
-        parts = self.g.op("Split", qkv, self.g.const([self.width] * 3), axis=-1, outputs=3)
+        parts = self.g.ops("Split", qkv, self.g.const([self.width] * 3), axis=-1, outputs=3)
         return [
             self.g.op("Transpose", self.g.op("Reshape", p, shape), perm=[0, 2, 1, 3]) for p in parts
         ]
@@ -90,10 +108,30 @@ class _Builder:
     def mlp(self, x: str, prefix: str) -> str:
         h = self.g.op("MatMul", self.layer_norm(x, f"{prefix}.ln2"), f"{prefix}.mlp.w13.weight")
         hidden = self.g.const([self.width * 4] * 2)
-        gate, up = self.g.op("Split", h, hidden, axis=-1, outputs=2)
+        gate, up = self.g.ops("Split", h, hidden, axis=-1, outputs=2)
         silu = self.g.op("Mul", gate, self.g.op("Sigmoid", gate))
         out = self.g.op("MatMul", self.g.op("Mul", silu, up), f"{prefix}.mlp.w2.weight")
         return self.g.op("Add", x, out)
+
+    def mirror(self, state: str, moves: str) -> tuple[str, str]:
+        """Config ``mirror``: rows with black to move → the colour-flipped position and moves
+        (engine/mirror.py, the same operations as ActionValueModel._mirror); white rows pass."""
+        g = self.g
+
+        def field(name: str) -> str:  # [B, width] tokens of one field
+            part = FIELDS[name]
+            return g.op("Slice", state, g.const([part.start]), g.const([part.stop]), g.const([1]))
+
+        castling = field("castling")
+        code = g.op("ReduceSum", g.op("Gather", g.const(CASTLING_BIT), castling), g.const([1]))
+        extended = g.op("Concat", state, code, axis=1)  # [B, 78]: state + castling code
+        picked = g.op("Gather", extended, g.const(STATE_SOURCE), axis=1)
+        flipped = g.op(
+            "Gather", g.const(STATE_MAP_FLAT), g.op("Add", picked, g.const(STATE_MAP_OFFSET))
+        )
+        black = g.op("Equal", field("side"), g.const(BLACK_TOKEN))  # [B, 1]
+        flipped_moves = g.op("Gather", g.const(MIRROR_MOVE), g.op("Max", moves, g.const(0)))
+        return g.op("Where", black, flipped, state), g.op("Where", black, flipped_moves, moves)
 
     def embed_state(self, state: str) -> str:
         """[B, 77] → [B, 78, D]: BOS + state embeddings + positions 0..77."""
@@ -105,12 +143,32 @@ class _Builder:
         positions = g.op("Slice", "pos_embed", g.const([0]), g.const([PREFIX]), g.const([0]))
         return g.op("Add", g.op("Concat", bos, tokens, axis=1), positions)
 
-    def embed_moves(self, moves: str) -> str:
-        """[..., N] ids → [..., N, D] embeddings at position 78; negative ids act as id 0."""
+    def embed_moves(self, state: str, moves: str) -> str:
+        """[B, N] ids → [B, N, D] embeddings at position 78; negative ids act as id 0.
+
+        With the move features (weights ``from_embed`` …, see training/model.py) the token also
+        gets its squares, its promotion and the state tokens on its from- and to-squares.
+        """
         g = self.g
         ids = g.op("Max", moves, g.const(0))
         position = g.op("Gather", "pos_embed", g.const(PREFIX), axis=0)
-        return g.op("Add", g.op("Gather", "move_embed.weight", ids), position)
+        x = g.op("Add", g.op("Gather", "move_embed.weight", ids), position)
+        if not self.move_features:
+            return x
+        start = g.op("Gather", g.const(MOVE_FROM), ids)
+        end = g.op("Gather", g.const(MOVE_TO), ids)
+        promotion = g.op("Gather", g.const(MOVE_PROMOTION), ids)
+        for table, index in (("from_embed", start), ("to_embed", end), ("promo_embed", promotion)):
+            x = g.op("Add", x, g.op("Gather", f"{table}.weight", index))
+        for linear, square in (("from_piece", start), ("to_piece", end)):
+            if not self.piece_features:
+                break  # a squares-only ablation model
+            tokens = g.op(
+                "GatherElements", state, g.op("Gather", g.const(SQUARE_TOKEN), square), axis=1
+            )
+            piece = g.op("MatMul", g.op("Gather", "state_embed.weight", tokens), f"{linear}.weight")
+            x = g.op("Add", x, piece)
+        return x
 
     def head(self, x: str) -> str:
         logits = self.g.op("MatMul", self.layer_norm(x, "final_ln"), "head.weight")
@@ -118,7 +176,7 @@ class _Builder:
 
     def shared(self, state: str, moves: str) -> str:
         g = self.g
-        xs, xm = self.embed_state(state), self.embed_moves(moves)
+        xs, xm = self.embed_state(state), self.embed_moves(state, moves)
         for i in range(self.layers):
             p = f"blocks.{i}"
             qs, ks, vs = self.split_heads(self.layer_norm(xs, f"{p}.ln1"), p)
@@ -142,7 +200,7 @@ class _Builder:
         tiled_shape = g.op("Concat", moves_shape, g.const([PREFIX, self.width]), axis=0)
         xs = g.op("Expand", g.op("Unsqueeze", xs, g.const([1])), tiled_shape)
         xs = g.op("Reshape", xs, g.const([-1, PREFIX, self.width]))
-        xm = g.op("Reshape", self.embed_moves(moves), g.const([-1, 1, self.width]))
+        xm = g.op("Reshape", self.embed_moves(state, moves), g.const([-1, 1, self.width]))
         x = g.op("Concat", xs, xm, axis=1)  # [B·N, 79, D]
         for i in range(self.layers):
             p = f"blocks.{i}"
@@ -159,12 +217,22 @@ def build_model(
     heads: int,
     num_layers: int,
     metadata: Mapping[str, str] | None = None,
+    mirror: bool = False,
 ) -> onnx.ModelProto:
-    """The ONNX model for `layout` ('shared' or 'per_move') with the given weights."""
+    """The ONNX model for `layout` ('shared' or 'per_move') with the given weights.
+
+    `mirror` (config ``mirror``) leaves no trace in the weights, so the caller says it; when the
+    metadata carries a config, the two must agree (a rebuilt graph that silently dropped the
+    flip would score every black move as if for the wrong colour).
+    """
     if layout not in LAYOUTS:
         raise ValueError(f"unknown layout {layout!r}; expected one of {LAYOUTS}")
+    recorded = json.loads((metadata or {}).get("oneply.config", "{}")).get("mirror", False)
+    if recorded != mirror:
+        raise ValueError(f"build_model(mirror={mirror}) but the metadata config says {recorded}")
     builder = _Builder(weights, heads, num_layers)
-    output = getattr(builder, layout)("state", "moves")
+    inputs = builder.mirror("state", "moves") if mirror else ("state", "moves")
+    output = getattr(builder, layout)(*inputs)
     builder.g.nodes.append(helper.make_node("Identity", [output], ["log_probs"]))
     num_bins = int(weights["head.bias"].shape[0])
     graph = helper.make_graph(

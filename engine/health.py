@@ -18,8 +18,8 @@ from pathlib import Path
 
 import chess
 
-from engine.inference import Scorer
-from engine.model_file import ModelFileError
+from oneply.engine.inference import Scorer
+from oneply.engine.model_file import ModelFileError
 
 HEARTBEAT_ENV = "ONEPLY_HEARTBEAT"
 

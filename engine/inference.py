@@ -3,6 +3,10 @@
 `Scorer.score_many` is the hot path of the UCI engine and the bot: tokenize each position,
 pad the legal-move ids of all positions into one [B, N] batch, run the session once and turn
 each move's bin distribution into an expected win.
+
+Code that only needs scores takes a `MoveScorer` (the protocol below), not the ONNX class:
+the bot's batcher, the puzzle solver and the arena's play-outs then run just as well on a
+torch model in training (training/validation.py) or on Stockfish (arena/policy_eval.py).
 """
 
 from __future__ import annotations
@@ -11,15 +15,16 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 import chess
 import numpy as np
 import onnxruntime as ort
 
-from engine.model_file import ModelFileError, ModelInfo, parse_metadata, resolve_model_path
-from engine.moves import MOVE_INDEX
-from engine.tokenizer import tokenize
-from engine.values import expected_win
+from oneply.engine.model_file import ModelFileError, ModelInfo, parse_metadata, resolve_model_path
+from oneply.engine.moves import MOVE_INDEX
+from oneply.engine.tokenizer import tokenize
+from oneply.engine.values import expected_win
 
 PAD_MOVE = -1
 
@@ -30,6 +35,15 @@ class MoveScore:
 
     move: chess.Move
     win: float
+
+
+class MoveScorer(Protocol):
+    """Anything that scores every legal move of positions, each list best first (an empty
+    list for a position without legal moves)."""
+
+    def score(self, board: chess.Board) -> list[MoveScore]: ...
+
+    def score_many(self, boards: Sequence[chess.Board]) -> list[list[MoveScore]]: ...
 
 
 def providers_available() -> list[str]:
@@ -77,7 +91,7 @@ def encode_batch(boards: Sequence[chess.Board]) -> tuple[np.ndarray, np.ndarray,
 
 
 class Scorer:
-    """A loaded model that scores legal moves.
+    """A loaded ONNX model that scores legal moves (a MoveScorer).
 
     >>> scorer = Scorer()                           # bundled model, all cores
     >>> best = scorer.score(chess.Board())[0]       # moves come sorted, best first
@@ -115,11 +129,16 @@ class Scorer:
         states, ids, moves = encode_batch(boards)
         if not any(moves):
             return [[] for _ in boards]
-        wins = expected_win(self.log_probs(states, ids))
-        return [
-            sorted(
-                (MoveScore(move, float(w)) for move, w in zip(legal, row, strict=False)),
-                key=lambda s: -s.win,
-            )
-            for legal, row in zip(moves, wins, strict=True)
-        ]
+        return ranked_moves(moves, expected_win(self.log_probs(states, ids)))
+
+
+def ranked_moves(moves: list[list], wins: np.ndarray) -> list[list[MoveScore]]:
+    """Each position's legal moves with their expected wins [B, N] (padding ignored), best
+    first: the one ranking rule, shared by every scorer (onnxruntime here, torch in training)."""
+    return [
+        sorted(
+            (MoveScore(move, float(w)) for move, w in zip(legal, row, strict=False)),
+            key=lambda s: -s.win,
+        )
+        for legal, row in zip(moves, wins, strict=True)
+    ]

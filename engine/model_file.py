@@ -1,4 +1,5 @@
-"""The model file contract: where the model is, and what its ONNX metadata must say.
+"""The model file contract: where the model is, and what its ONNX metadata must say
+(docs/FORMAT.md §4-5).
 
 Every subcommand resolves the model the same way: an explicit path (`--model`, UCI
 `ModelFile`), then the environment variable ONEPLY_MODEL, then the bundled file.
@@ -6,15 +7,16 @@ Every subcommand resolves the model the same way: an explicit path (`--model`, U
 Metadata properties (ONNX `metadata_props`, all strings):
 
 ==========================  =====================================================
-``oneply.format_version``   FORMAT_VERSION; the engine refuses other versions
+``oneply.format_version``   written_version(config); READABLE_VERSIONS are read
 ``oneply.layout``           ``shared`` or ``per_move`` (see engine/graph.py)
 ``oneply.num_bins``         K, the number of value bins (128)
 ``oneply.preset``           size preset name (``9m``, ``tiny``, ...)
-``oneply.config``           JSON: layers, heads, width, num_bins, widening
+``oneply.config``           JSON: ModelConfig (layers, heads, width, …, mirror)
 ``oneply.trained``          ``true`` or ``false`` (an untrained placeholder)
 ``oneply.quantization``     ``fp32`` or ``int8``
 ``oneply.training``         JSON training summary (data, steps, time), optional
 ``oneply.metrics``          JSON evaluation metrics, optional
+``oneply.source``           JSON: where imported weights came from (``oneply import-dm``), optional
 ==========================  =====================================================
 """
 
@@ -25,9 +27,17 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from engine.values import NUM_BINS
+from oneply.engine.values import NUM_BINS
 
-FORMAT_VERSION = "1"
+#: 2: the graph may give move tokens square, promotion and piece features (config
+#: ``move_features``); the inputs and outputs are those of version 1, so both are read.
+#: 3: the graph may flip positions with black to move (config ``mirror``, engine/mirror.py).
+#: Same inputs and outputs again, but the flip leaves no trace in the weights: a version-2
+#: reader that rebuilds a graph from a file's weights (bench's per_move variant) would silently
+#: leave it out. So only files that use it say 3 (see written_version), and older readers
+#: refuse them instead of building them wrongly.
+FORMAT_VERSION = "3"
+READABLE_VERSIONS = ("1", "2", "3")
 ENV_VAR = "ONEPLY_MODEL"
 REPO_ROOT = Path(__file__).resolve().parent.parent
 BUNDLED_MODEL = REPO_ROOT / "models" / "oneply-small.onnx"
@@ -52,6 +62,8 @@ class ModelInfo:
     quantization: str = "fp32"
     training: dict = field(default_factory=dict)
     metrics: dict = field(default_factory=dict)
+    #: imported weights: their repository, checkpoint, step and how they were mapped
+    source: dict = field(default_factory=dict)
 
     @property
     def name(self) -> str:
@@ -64,7 +76,7 @@ class ModelInfo:
     def to_metadata(self) -> dict[str, str]:
         """The metadata_props that describe this model (used by export)."""
         props = {
-            "format_version": FORMAT_VERSION,
+            "format_version": written_version(self.config),
             "layout": self.layout,
             "num_bins": str(self.num_bins),
             "preset": self.preset,
@@ -76,7 +88,15 @@ class ModelInfo:
             props["training"] = json.dumps(self.training, sort_keys=True)
         if self.metrics:
             props["metrics"] = json.dumps(self.metrics, sort_keys=True)
+        if self.source:
+            props["source"] = json.dumps(self.source, sort_keys=True)
         return {KEY_PREFIX + k: v for k, v in props.items()}
+
+
+def written_version(config: dict) -> str:
+    """The oldest format version that describes a model of this config (older readers keep
+    reading every file that does not need the newer one)."""
+    return FORMAT_VERSION if config.get("mirror") else "2"
 
 
 def resolve_model_path(explicit: str | os.PathLike | None = None) -> Path:
@@ -95,16 +115,18 @@ def parse_metadata(path: Path, props: dict[str, str]) -> ModelInfo:
             f"{path}: not a oneply model (no {KEY_PREFIX}format_version metadata). "
             "Export models with `oneply export CHECKPOINT -o FILE.onnx`."
         )
-    if ours["format_version"] != FORMAT_VERSION:
+    if ours["format_version"] not in READABLE_VERSIONS:
         raise ModelFileError(
             f"{path}: model format version {ours['format_version']}, but this oneply reads "
-            f"version {FORMAT_VERSION}. Re-export the model with this version of oneply."
+            f"versions {', '.join(READABLE_VERSIONS)}. Re-export the model with this version "
+            "of oneply, or upgrade oneply."
         )
     try:
         num_bins = int(ours.get("num_bins", ""))
         config = json.loads(ours.get("config", "{}"))
         training = json.loads(ours.get("training", "{}"))
         metrics = json.loads(ours.get("metrics", "{}"))
+        source = json.loads(ours.get("source", "{}"))
     except ValueError as error:
         raise ModelFileError(f"{path}: malformed oneply metadata ({error}).") from None
     if num_bins != NUM_BINS:
@@ -124,4 +146,5 @@ def parse_metadata(path: Path, props: dict[str, str]) -> ModelInfo:
         quantization=ours.get("quantization", "fp32"),
         training=training,
         metrics=metrics,
+        source=source,
     )

@@ -1,4 +1,4 @@
-"""The 1968-move action vocabulary (REFERENCE.md §2). Its order is part of the model format.
+"""The 1968-move action vocabulary (docs/FORMAT.md §2). Its order is part of the model format.
 
 1. For each from-square a1..h8: the squares a queen there attacks on an empty board
    (ascending), then the squares a knight attacks (ascending). Castling is the king's
@@ -24,13 +24,13 @@ def _build_vocabulary() -> list[str]:
             moves += [chess.square_name(square) + chess.square_name(t) for t in sorted(targets)]
     for from_rank, to_rank in (("2", "1"), ("7", "8")):
         for index, file in enumerate("abcdefgh"):
-            targets = [file]
+            to_files = [file]
             if index > 0:
-                targets.append("abcdefgh"[index - 1])
+                to_files.append("abcdefgh"[index - 1])
             if index < 7:
-                targets.append("abcdefgh"[index + 1])
-            for target in targets:
-                moves += [file + from_rank + target + to_rank + piece for piece in "qrbn"]
+                to_files.append("abcdefgh"[index + 1])
+            for to_file in to_files:
+                moves += [file + from_rank + to_file + to_rank + piece for piece in "qrbn"]
     return moves
 
 
@@ -38,6 +38,13 @@ MOVES: tuple[str, ...] = tuple(_build_vocabulary())
 MOVE_INDEX: dict[str, int] = {uci: i for i, uci in enumerate(MOVES)}
 NUM_MOVES = len(MOVES)  # 1968
 MAX_LEGAL_MOVES = 218  # the most legal moves any chess position has
+
+#: per move id: from-square, to-square (a1=0 … h8=63) and promotion (0 none, 1–4 = q, r, b, n);
+#: the model reads them to know which squares a move touches (training/model.py, engine/graph.py)
+MOVE_FROM = np.array([chess.parse_square(m[:2]) for m in MOVES], dtype=np.int64)
+MOVE_TO = np.array([chess.parse_square(m[2:4]) for m in MOVES], dtype=np.int64)
+MOVE_PROMOTION = np.array([" qrbn".index(m[4]) if len(m) == 5 else 0 for m in MOVES], np.int64)
+NUM_PROMOTIONS = 5
 
 
 def move_id(move: chess.Move | str) -> int:

@@ -4,7 +4,8 @@ One policy serves `oneply uci`, `oneply analyse` and the bot. The engine scores 
 move (engine/inference.py); the policy turns those scores into a decision and records which
 rule decided it (`Decision.rule`), so users can see why a move was played.
 
-A searchless engine needs a few rules to play whole games well (REFERENCE.md §4). In order:
+A searchless engine needs a few rules to play whole games well (the paper's engine used
+repetition damping, opening sampling and the Stockfish fallback). In order:
 
 1. **Score adjustments** (before any choice; `Decision.scores` holds the adjusted scores).
 
@@ -27,7 +28,7 @@ A searchless engine needs a few rules to play whole games well (REFERENCE.md §4
    (``go searchmoves``, limited by ``FallbackNodes``/``FallbackMs`` and by the clock) and its
    choice is played (rule ``stockfish``). With fewer than five legal moves, all of them must
    exceed the threshold (and there must be at least two). Stockfish is found at
-   ``StockfishPath``, else ``stockfish`` on PATH, else /usr/games/stockfish; it is started once,
+   ``StockfishPath``, else by :func:`oneply.engine.stockfish.find_stockfish`; it is started once,
    in the background, the first time a game gets close to won (best win > 0.9), and kept. If it
    is missing, crashes or does not answer in time, one warning is logged (and passed to the
    ``warn`` hook, which the UCI engine turns into ``info string``), the fallback is switched
@@ -53,15 +54,10 @@ limit and is abandoned (and killed) when it has not answered within 3/4 of it; w
 ``MIN_FALLBACK_S`` left the fallback is skipped. Everything else the policy does is a few
 milliseconds of python-chess move generation.
 
-Measured effects (training/policy_eval.py, numbers in its docstring): on 60 positions won
-by ≥ +500 cp, played out against Stockfish with a quantised-oracle stand-in model, the
-fallback raised conversion from 22% to 50% (mean 48 engine moves to mate either way). With
-the fallback off, MateInOne and StalemateAsDraw are on by default because they only replace
-the model's guess by the exact game value of the move (a mate is a win, a stalemate or dead
-position a draw): they cannot make a correct choice worse. In a first, smaller run (18
-games each; that harness still let the engine's own claimable repetitions end the game)
-conversion was 17% with MateInOne off, 17% on, and 28% with StalemateAsDraw off — within
-noise at that size.
+MateInOne and StalemateAsDraw are on by default because they only replace the model's guess
+by the exact game value of the move (a mate is a win, a stalemate or dead position a draw):
+they cannot make a correct choice worse. What the rules are worth in play is measured by
+arena/policy_eval.py; the numbers are in the README ("The move policy").
 """
 
 from __future__ import annotations
@@ -71,7 +67,6 @@ import concurrent.futures
 import logging
 import math
 import os
-import shutil
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -81,12 +76,15 @@ import chess
 import chess.engine
 import numpy as np
 
-from engine.inference import MoveScore
+from oneply.engine.inference import MoveScore
+from oneply.engine.policy_config import BY_UCI, PolicyConfig, UciOptionSpec, uci_options
+from oneply.engine.stockfish import LOOKUP_TEXT, find_stockfish
+
+__all__ = ["Decision", "MovePolicy", "PolicyConfig", "find_stockfish"]
 
 log = logging.getLogger("oneply.policy")
 
 ENV_SEED = "ONEPLY_SEED"
-DEFAULT_STOCKFISH = "/usr/games/stockfish"
 DRAW = 0.5
 #: choose() aims to return this long before the deadline (time to print bestmove)
 SAFETY_S = 0.05
@@ -103,24 +101,6 @@ WARM_UP_WIN = 0.9
 START_TIMEOUT_S = 10.0
 
 
-@dataclass
-class PolicyConfig:
-    """Settings of the move policy (UCI options and config.yml keys map onto these)."""
-
-    repetition_damping: bool = True
-    sample_moves: int = 5
-    temperature: float = 0.005
-    seed: int | None = None
-    mate_fallback: bool = True
-    fallback_threshold: float = 0.99
-    fallback_top: int = 5
-    stockfish_path: str = ""
-    fallback_nodes: int = 1_000_000
-    fallback_ms: int = 100
-    mate_in_one: bool = True
-    stalemate_as_draw: bool = True
-
-
 @dataclass(frozen=True)
 class Decision:
     """The chosen move, its (adjusted) expected win, and the rule that chose it.
@@ -131,63 +111,6 @@ class Decision:
     win: float
     rule: str
     scores: tuple[MoveScore, ...] = ()
-
-
-# --- UCI options ----------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class _Option:
-    """One UCI option and the PolicyConfig field it sets."""
-
-    name: str
-    kind: str  # "check", "spin" or "string" (floats and paths)
-    field: str
-    low: int | None = None
-    high: int | None = None
-
-    def uci_default(self, config: PolicyConfig) -> object:
-        value = getattr(config, self.field)
-        if self.field == "seed":
-            return -1 if value is None else value
-        return str(value) if self.kind == "string" else value
-
-    def parse(self, text: str) -> object:
-        """The config value for a UCI value string; ValueError when it is not one."""
-        text = text.strip()
-        if self.kind == "check":
-            if text.lower() not in ("true", "false"):
-                raise ValueError(text)
-            return text.lower() == "true"
-        if self.kind == "spin":
-            value = min(max(int(text), self.low), self.high)
-            return None if self.field == "seed" and value < 0 else value
-        if self.field == "stockfish_path":
-            return "" if text == "<empty>" else text
-        value = float(text)
-        if not math.isfinite(value) or value < 0:
-            raise ValueError(text)
-        return value
-
-
-_OPTIONS = (
-    _Option("RepetitionDamping", "check", "repetition_damping"),
-    _Option("SampleMoves", "spin", "sample_moves", 0, 200),
-    _Option("Temperature", "string", "temperature"),
-    _Option("Seed", "spin", "seed", -1, 2**31 - 1),
-    _Option("MateFallback", "check", "mate_fallback"),
-    _Option("FallbackThreshold", "string", "fallback_threshold"),
-    _Option("StockfishPath", "string", "stockfish_path"),
-    _Option("FallbackNodes", "spin", "fallback_nodes", 0, 100_000_000),
-    _Option("FallbackMs", "spin", "fallback_ms", 0, 60_000),
-    _Option("MateInOne", "check", "mate_in_one"),
-    _Option("StalemateAsDraw", "check", "stalemate_as_draw"),
-)
-_OPTIONS_BY_NAME = {option.name.lower(): option for option in _OPTIONS}
-
-
-def _uci_options(config: PolicyConfig) -> tuple[tuple[str, str, object, object, object], ...]:
-    return tuple((o.name, o.kind, o.uci_default(config), o.low, o.high) for o in _OPTIONS)
 
 
 # --- score adjustments ----------------------------------------------------------------------
@@ -266,26 +189,19 @@ def adjust_scores(
 
 
 def softmax_sample(wins: np.ndarray, temperature: float, rng: np.random.Generator) -> int:
-    """Index drawn from softmax(wins / temperature)."""
-    logits = wins / temperature
-    probs = np.exp(logits - logits.max())
+    """Index drawn from softmax(wins / temperature).
+
+    The best win is subtracted before dividing: wins / 1e-320 overflows to inf, and
+    inf - inf is NaN, whereas (win - best) / T only goes to -inf, whose exp is 0."""
+    with np.errstate(over="ignore", divide="ignore"):
+        logits = (wins - wins.max()) / temperature
+    probs = np.exp(logits)
     return int(rng.choice(len(wins), p=probs / probs.sum()))
 
 
 def own_moves_played(board: chess.Board) -> int:
     """Moves the side to move has played in this game (from the stack, not the FEN)."""
     return len(board.move_stack) // 2
-
-
-def resolve_stockfish(path: str) -> str | None:
-    """The Stockfish executable: the configured path, else `stockfish` on PATH, else the
-    Debian location; None when there is none."""
-    if path:
-        return shutil.which(path) or (path if os.path.isfile(path) else None)
-    found = shutil.which("stockfish")
-    if found:
-        return found
-    return DEFAULT_STOCKFISH if os.access(DEFAULT_STOCKFISH, os.X_OK) else None
 
 
 def _seconds_left(deadline: float | None) -> float:
@@ -314,9 +230,9 @@ class StockfishFallback:
         """Start Stockfish in the background (no-op when started or broken)."""
         if self._starting is not None or self.broken:
             return
-        executable = resolve_stockfish(self.path)
+        executable = find_stockfish(self.path)
         if executable is None:
-            where = self.path or f"PATH or {DEFAULT_STOCKFISH}"
+            where = self.path or LOOKUP_TEXT
             self._fail("missing", f"Stockfish not found ({where}); set StockfishPath")
             return
         self._pool = concurrent.futures.ThreadPoolExecutor(1, "oneply-stockfish-start")
@@ -340,8 +256,9 @@ class StockfishFallback:
         left = _seconds_left(deadline)
         if left < MIN_FALLBACK_S:
             return None
-        search_s = min(limit.time or math.inf, left / 2)
-        if math.isinf(search_s):  # no clock and no time limit: nodes only
+        capped = min(limit.time or math.inf, left / 2)
+        search_s: float | None = capped
+        if math.isinf(capped):  # no clock and no time limit: nodes only
             search_s = None if limit.nodes else 0.1
         limit = chess.engine.Limit(nodes=limit.nodes, time=search_s)
         hard_s = min(left * HARD_SHARE, (search_s or START_TIMEOUT_S) + HANG_SLACK_S)
@@ -409,7 +326,7 @@ class MovePolicy:
     """
 
     #: UCI options this policy adds: (name, type, default, min, max); see engine/uci.py
-    UCI_OPTIONS: tuple[tuple[str, str, object, object, object], ...] = _uci_options(PolicyConfig())
+    UCI_OPTIONS: tuple[UciOptionSpec, ...] = uci_options()
 
     def __init__(
         self, config: PolicyConfig | None = None, warn: Callable[[str], None] | None = None
@@ -425,19 +342,15 @@ class MovePolicy:
 
     def set_option(self, name: str, value: str) -> bool:
         """Apply a UCI option by name (case-insensitive); False when the policy has no such
-        option. An invalid value is reported through `warn` and leaves the setting as it was."""
-        option = _OPTIONS_BY_NAME.get(name.strip().lower())
+        option. An invalid or out-of-range value raises PolicyOptionError (naming the option)
+        and leaves the setting as it was."""
+        option = BY_UCI.get(name.strip().lower())
         if option is None:
             return False
-        try:
-            parsed = option.parse(value)
-        except (ValueError, TypeError):
-            self._warn(f"invalid value {value!r} for option {option.name}; unchanged")
-            return True
-        setattr(self.config, option.field, parsed)
-        if option.field == "seed":
+        setattr(self.config, option.key, option.from_text(value))
+        if option.key == "seed":
             self._rng = self._new_rng()
-        if option.field in ("stockfish_path", "mate_fallback"):
+        if option.key in ("stockfish_path", "mate_fallback"):
             self._stockfish.close()
             self._stockfish = StockfishFallback(self.config.stockfish_path, self._warn_once)
             self._warned.clear()
@@ -445,6 +358,8 @@ class MovePolicy:
 
     def _new_rng(self) -> np.random.Generator:
         seed = self.config.seed
+        if seed is not None and seed < 0:
+            seed = None  # -1 (UCI's "none") means fresh entropy, like null
         if seed is None and os.environ.get(ENV_SEED, "").strip():
             seed = int(os.environ[ENV_SEED])
         return np.random.default_rng(seed)

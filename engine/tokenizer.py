@@ -1,4 +1,4 @@
-"""FEN → 77 state tokens, exactly as the model file format defines them (REFERENCE.md §1).
+"""FEN → 77 state tokens, exactly as the model file format defines them (docs/FORMAT.md §1).
 
 The token order is part of the model format: a model trained on one order is garbage on another.
 
@@ -21,6 +21,20 @@ CHAR_INDEX = {c: i for i, c in enumerate(CHARACTERS)}
 VOCAB_SIZE = len(CHARACTERS)  # 31
 STATE_LENGTH = 77
 MAX_COUNTER = 999
+#: per square (a1=0 … h8=63): the index of its board token among the 77 (side token first, then
+#: the board in FEN order, rank 8 first)
+SQUARE_TOKEN = np.array([1 + (7 - sq // 8) * 8 + sq % 8 for sq in range(64)], dtype=np.int64)
+#: the fields of the 77 tokens, in order, with their widths (the layout above); FIELDS[name] is
+#: the slice of the tokens a field occupies (engine/mirror.py rewrites the state field by field)
+_WIDTHS = {"side": 1, "board": 64, "castling": 4, "en_passant": 2, "halfmove": 3, "fullmove": 3}
+_STARTS = np.cumsum([0, *_WIDTHS.values()]).tolist()
+FIELDS: dict[str, slice] = {
+    name: slice(start, start + width)
+    for (name, width), start in zip(_WIDTHS.items(), _STARTS, strict=False)
+}
+assert _STARTS[-1] == STATE_LENGTH
+#: castling rights in the order FEN writes them
+CASTLING_LETTERS = "KQkq"
 
 
 class TokenizerError(ValueError):
@@ -29,6 +43,13 @@ class TokenizerError(ValueError):
 
 def _pad(text: str, width: int) -> str:
     return text + "." * (width - len(text))
+
+
+def castling_field(rights: str) -> str:
+    """The 4 castling characters for FEN castling rights (``KQkq`` order, ``-`` for none)."""
+    if rights != "-" and any(c not in CASTLING_LETTERS for c in rights):
+        raise TokenizerError(f"castling rights {rights!r} are not standard chess (KQkq)")
+    return _pad("" if rights == "-" else rights, FIELDS["castling"].stop - FIELDS["castling"].start)
 
 
 def _counter(value: str, name: str) -> str:
@@ -48,12 +69,10 @@ def state_string(position: chess.Board | str) -> str:
     fields = board.fen().split(" ")
     board_field, side, castling, ep, halfmove, fullmove = fields
     rows = "".join("." * int(c) if c.isdigit() else c for c in board_field.replace("/", ""))
-    if castling != "-" and any(c not in "KQkq" for c in castling):
-        raise TokenizerError(f"castling rights {castling!r} are not standard chess (KQkq)")
     text = (
         side
         + rows
-        + _pad("" if castling == "-" else castling, 4)
+        + castling_field(castling)
         + _pad("" if ep == "-" else ep, 2)
         + _counter(halfmove, "halfmove clock")
         + _counter(fullmove, "fullmove number")

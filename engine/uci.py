@@ -9,6 +9,7 @@ Bad input never changes the position or kills the engine: it gets `info string e
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
 import threading
@@ -19,11 +20,15 @@ from typing import TextIO
 
 import chess
 
-from engine import __version__
-from engine.inference import MoveScore, Scorer
-from engine.model_file import ModelFileError, resolve_model_path
-from engine.policy import Decision, MovePolicy
-from engine.values import wdl_permille, win_to_cp
+from oneply.engine import __version__
+from oneply.engine.clock import MIN_THINK_MS, think_budget_ms
+from oneply.engine.fallback import Fallback
+from oneply.engine.inference import MoveScore, Scorer
+from oneply.engine.model_file import BUNDLED_MODEL, ENV_VAR, ModelFileError
+from oneply.engine.policy import Decision, MovePolicy
+from oneply.engine.policy_config import BY_UCI, PolicyOptionError, UciValue
+from oneply.engine.stockfish import find_stockfish
+from oneply.engine.values import wdl_permille, win_to_cp
 
 ENGINE_NAME = f"oneply {__version__}"
 DEFAULT_THREADS = min(os.cpu_count() or 1, 8)
@@ -33,20 +38,68 @@ class UciError(ValueError):
     """A malformed or impossible command; reported as `info string error: …`."""
 
 
+#: error and warning lines quote at most this many characters of the input
+MAX_QUOTE = 80
+#: the largest number of milliseconds (or nodes) a `go` value is read as (about 31 years)
+MAX_GO_VALUE = 10**12
+
+
+def clip(text: str, limit: int = MAX_QUOTE) -> str:
+    """`text` cut to `limit` characters, saying how much was cut: a 1 MB bad FEN must not
+    come back as a 2 MB `info string`."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}… ({len(text) - limit} more characters)"
+
+
+def parse_number(raw: str) -> int | None:
+    """A `go` value as an int (`1000`, `1e3`, `1000.5`, a 5,000-digit number clamped), or
+    None when it is not a finite number."""
+    if raw.lstrip("+-").isdigit() and raw.isascii():
+        if len(raw.lstrip("+-")) > 15:  # int() refuses > 4300 digits; clamp long ones here
+            return -MAX_GO_VALUE if raw.startswith("-") else MAX_GO_VALUE
+        return max(-MAX_GO_VALUE, min(MAX_GO_VALUE, int(raw)))
+    try:
+        value = float(raw)
+    except ValueError:
+        return None
+    if not math.isfinite(value):
+        return None
+    return int(max(-MAX_GO_VALUE, min(MAX_GO_VALUE, value)))
+
+
+def default_model_name() -> str:
+    """ModelFile's default: $ONEPLY_MODEL or the bundled model (as typed, never expanded
+    here: a bad value must become an error at load time, not a crash at start-up)."""
+    return os.environ.get(ENV_VAR) or str(BUNDLED_MODEL)
+
+
+def load_model(name: str, threads: int) -> Scorer:
+    """A Scorer for ModelFile `name`; every failure becomes one clear ModelFileError."""
+    try:
+        return Scorer(name or None, threads=threads)
+    except ModelFileError:
+        raise
+    except Exception as error:  # OSError (name too long), RuntimeError (~user), …
+        raise ModelFileError(
+            f"cannot load ModelFile {clip(repr(name))}: {type(error).__name__}: "
+            f"{clip(str(error))}. Pass an existing oneply .onnx file."
+        ) from None
+
+
 @dataclass
 class Option:
     """A UCI option as announced by `uci` and changed by `setoption`."""
 
     name: str
     type: str  # check | spin | string | button
-    default: object
-    min: object = None
-    max: object = None
-    value: object = None
+    default: UciValue
+    min: int | None = None
+    max: int | None = None
+    value: UciValue = field(init=False)
 
     def __post_init__(self) -> None:
-        if self.value is None:
-            self.value = self.default
+        self.value = self.default
 
     def announce(self) -> str:
         text = f"option name {self.name} type {self.type}"
@@ -58,7 +111,7 @@ class Option:
             text += f" min {self.min} max {self.max}"
         return text
 
-    def parse(self, raw: str) -> object:
+    def parse(self, raw: str) -> UciValue:
         if self.type == "check":
             if raw.lower() not in ("true", "false"):
                 raise UciError(f"option {self.name} takes true or false, not {raw!r}")
@@ -68,7 +121,9 @@ class Option:
                 number = int(raw)
             except ValueError:
                 raise UciError(f"option {self.name} takes an integer, not {raw!r}") from None
-            if not self.min <= number <= self.max:
+            if (self.min is not None and number < self.min) or (
+                self.max is not None and number > self.max
+            ):
                 raise UciError(f"option {self.name} must be in [{self.min}, {self.max}]")
             return number
         return "" if raw == "<empty>" else raw
@@ -91,43 +146,57 @@ class GoLimits:
     searchmoves: list[str] = field(default_factory=list)
 
     INT_FIELDS = ("wtime", "btime", "winc", "binc", "movestogo", "movetime", "depth", "nodes")
+    FLAGS = ("infinite", "ponder")
+    KEYWORDS = (*INT_FIELDS, *FLAGS, "mate", "searchmoves")
 
     @classmethod
-    def parse(cls, tokens: list[str]) -> GoLimits:
-        limits = cls()
+    def parse(cls, tokens: list[str]) -> tuple[GoLimits, list[str]]:
+        """The limits that can be read, and a note for each token that could not.
+
+        UCI says unknown tokens are ignored, and a GUI waits for `bestmove` whatever it sent:
+        so nothing here raises. A keyword with a missing or non-numeric value is dropped;
+        numbers like `1e3` or `1000.5` are read as whole milliseconds.
+        """
+        limits, notes = cls(), []
         i = 0
         while i < len(tokens):
             word = tokens[i]
-            if word in ("infinite", "ponder"):
+            if word in cls.FLAGS:
                 setattr(limits, word, True)
             elif word == "searchmoves":
                 limits.searchmoves = tokens[i + 1 :]
                 break
             elif word in cls.INT_FIELDS or word == "mate":
-                if i + 1 >= len(tokens):
-                    raise UciError(f"go {word} needs a number")
-                try:
-                    value = int(tokens[i + 1])
-                except ValueError:
-                    raise UciError(f"go {word} needs a number, not {tokens[i + 1]!r}") from None
-                if word != "mate":
-                    setattr(limits, word, value)
-                i += 1
+                raw = tokens[i + 1] if i + 1 < len(tokens) else None
+                value = None if raw is None else parse_number(raw)
+                if value is None:
+                    shown = "nothing" if raw is None else clip(repr(raw), 40)
+                    notes.append(f"go {word} needs a number, got {shown}: ignored")
+                    if raw is not None and raw not in cls.KEYWORDS:
+                        i += 1  # a bad value, not the next keyword: skip it too
+                else:
+                    if word != "mate":
+                        setattr(limits, word, value)
+                    i += 1
             else:
-                raise UciError(f"unknown go parameter {word!r}")
+                notes.append(f"unknown go parameter {clip(repr(word), 40)}: ignored")
             i += 1
-        return limits
+        return limits, notes
 
-    def budget_ms(self, turn: chess.Color) -> float | None:
-        """Time this move may use, or None when the clock does not limit it."""
-        if self.movetime is not None:
-            return float(self.movetime)
-        left = self.wtime if turn == chess.WHITE else self.btime
-        if left is None:
+    def budget_ms(self, turn: chess.Color, overhead_ms: float) -> float | None:
+        """Time this move may use (engine/clock.py's budget, or movetime minus the overhead),
+        or None when nothing limits it."""
+        if self.infinite:
             return None
-        inc = self.winc if turn == chess.WHITE else self.binc
-        moves_left = self.movestogo or 30
-        return max(0.0, min(left / moves_left + 0.8 * inc, 0.5 * left))
+        if self.movetime is not None:
+            return max(self.movetime - overhead_ms, MIN_THINK_MS)
+        white = turn == chess.WHITE
+        return think_budget_ms(
+            self.wtime if white else self.btime,
+            self.winc if white else self.binc,
+            self.movestogo,
+            overhead_ms,
+        )
 
 
 class UciEngine:
@@ -139,13 +208,15 @@ class UciEngine:
         self.board = chess.Board()
         self.policy = MovePolicy(warn=lambda message: self.send(f"info string warning: {message}"))
         self.scorer: Scorer | None = None
+        self.fallback = Fallback(find_stockfish(""))  # when inference fails
+        self._loaded_with: tuple[str, int] | None = None  # (ModelFile, Threads) of `scorer`
         self.debug = False
         self.options = {
             o.name.lower(): o
             for o in [
                 Option("Threads", "spin", DEFAULT_THREADS, 1, 256),
                 Option("Hash", "spin", 16, 1, 65536),
-                Option("ModelFile", "string", str(resolve_model_path(model))),
+                Option("ModelFile", "string", model or default_model_name()),
                 Option("MultiPV", "spin", 1, 1, 218),
                 Option("Move Overhead", "spin", 30, 0, 5000),
                 Option("UCI_ShowWDL", "check", False),
@@ -178,9 +249,9 @@ class UciEngine:
             self.out.flush()
 
     def error(self, message: str) -> None:
-        self.send(f"info string error: {message}")
+        self.send(f"info string error: {clip(message, 4 * MAX_QUOTE)}")
 
-    def option(self, name: str) -> object:
+    def option(self, name: str) -> UciValue:
         return self.options[name.lower()].value
 
     # --- input --------------------------------------------------------------------------
@@ -193,8 +264,8 @@ class UciEngine:
             return
         command = self.commands.get(tokens[0])
         if command is None:
-            printable = line.strip().encode("ascii", "replace").decode()[:80]
-            self.error(f"unknown command {printable!r}")
+            printable = line.strip().encode("ascii", "replace").decode()
+            self.error(f"unknown command {clip(repr(printable))}")
             return
         try:
             command(tokens[1:])
@@ -202,6 +273,8 @@ class UciEngine:
             self.error(str(error))
         except Exception as error:  # a bug must not kill a game in progress
             self.error(f"internal error in {tokens[0]}: {type(error).__name__}: {error}")
+            if tokens[0] == "go" and (self._search is None or not self._search.is_alive()):
+                self.send(f"bestmove {self.fallback.move(self.board, 0)[0].uci()}")
 
     def cmd_uci(self, _: list[str]) -> None:
         self.send(f"id name {ENGINE_NAME}")
@@ -211,13 +284,17 @@ class UciEngine:
         self.send("uciok")
 
     def cmd_isready(self, _: list[str]) -> None:
-        """Load the model now (GUIs send isready after options, before the clock runs)."""
-        if self._search is None or not self._search.is_alive():
-            try:
+        """Load the model now (GUIs send isready after options, before the clock runs).
+        `readyok` always follows, whatever happened to the model."""
+        try:
+            if self._search is None or not self._search.is_alive():
                 self.load_scorer()
-            except ModelFileError as error:
-                self.error(str(error))
-        self.send("readyok")
+        except ModelFileError as error:  # load_scorer turns every model failure into this
+            self.error(str(error))
+        except Exception as error:
+            self.error(f"internal error in isready: {type(error).__name__}: {error}")
+        finally:
+            self.send("readyok")
 
     def cmd_debug(self, args: list[str]) -> None:
         if args not in (["on"], ["off"]):
@@ -237,13 +314,19 @@ class UciEngine:
         name, raw = " ".join(words[:split]), " ".join(words[split + 1 :])
         option = self.options.get(name.lower())
         if option is None:
-            raise UciError(f"unknown option {name!r}")
+            raise UciError(f"unknown option {clip(repr(name), 40)}")
         self.wait_search()
-        option.value = option.parse(raw)
-        if option.name in ("Threads", "ModelFile"):
-            self.scorer = None  # reloaded on next use with the new setting
-        elif option.name in {spec[0] for spec in MovePolicy.UCI_OPTIONS}:
-            self.policy.set_option(option.name, raw)
+        if option.name.lower() in BY_UCI:  # the policy's one parser checks type and range
+            try:
+                self.policy.set_option(option.name, raw)
+            except PolicyOptionError as error:
+                raise UciError(f"{error}; unchanged") from None
+            option.value = raw
+            if option.name == "StockfishPath":
+                self.fallback.close()
+                self.fallback = Fallback(find_stockfish(self.policy.config.stockfish_path))
+        else:  # ModelFile and Threads: load_scorer (isready, go) loads or keeps the old model
+            option.value = option.parse(raw)
 
     def cmd_position(self, args: list[str]) -> None:
         """`position startpos|fen <FEN> [moves …]`; the position changes only when valid."""
@@ -251,17 +334,21 @@ class UciEngine:
             raise UciError("usage: position startpos|fen <fen> [moves ...]")
         split = args.index("moves") if "moves" in args else len(args)
         head, moves = args[:split], args[split + 1 :]
+        if not head:
+            raise UciError("position needs startpos or fen <FEN> before moves")
         if head == ["startpos"]:
             board = chess.Board()
         elif head[0] == "fen" and len(head) > 1:
             board = self._board_from_fen(" ".join(head[1:]))
         else:
-            raise UciError(f"position must start with startpos or fen, got {head[0]!r}")
+            raise UciError(
+                f"position must start with startpos or fen, got {clip(repr(head[0]), 40)}"
+            )
         for uci in moves:
             try:
                 move = chess.Move.from_uci(uci)
             except ValueError:
-                raise UciError(f"invalid move {uci!r} in position command") from None
+                raise UciError(f"invalid move {clip(repr(uci), 40)} in position command") from None
             if not board.is_legal(move):
                 raise UciError(f"illegal move {uci} in position {board.fen()}")
             board.push(move)
@@ -273,13 +360,16 @@ class UciEngine:
         try:
             board = chess.Board(fen)
         except ValueError as error:
-            raise UciError(f"invalid FEN {fen!r}: {error}") from None
+            raise UciError(f"invalid FEN {clip(repr(fen))}: {clip(str(error))}") from None
         if not board.is_valid():
-            raise UciError(f"impossible position {fen!r}: {board.status()!r}")
+            raise UciError(f"impossible position {clip(repr(fen))}: {board.status()!r}")
         return board
 
     def cmd_go(self, args: list[str]) -> None:
-        limits = GoLimits.parse(args)
+        """Start thinking; every `go` is answered by exactly one `bestmove`."""
+        limits, notes = GoLimits.parse(args)
+        for note in notes:
+            self.send(f"info string warning: {note}")
         self.wait_search()
         self._release.clear()
         start = time.monotonic()
@@ -293,6 +383,7 @@ class UciEngine:
         self._release.set()
         self.wait_search()
         self.policy.close()
+        self.fallback.close()
         self.running = False
 
     def wait_search(self) -> None:
@@ -306,32 +397,53 @@ class UciEngine:
     # --- thinking -----------------------------------------------------------------------
 
     def load_scorer(self) -> Scorer:
-        if self.scorer is None:
-            self.scorer = Scorer(self.option("ModelFile") or None, threads=self.option("Threads"))
-            print(f"oneply: model {self.scorer.info.describe()}", file=sys.stderr, flush=True)
-            self.send(f"info string model {self.scorer.info.describe()}")
-        return self.scorer
+        """The model for the current ModelFile and Threads, loaded when they changed.
+
+        A ModelFile that cannot be loaded (missing, a name too long for the file system, an
+        unknown `~user`, not an ONNX file…) is reported once as a ModelFileError; when a
+        model was loaded before, it stays in use and ModelFile reverts to it."""
+        wanted = (str(self.option("ModelFile")), int(self.option("Threads")))
+        if self.scorer is not None and self._loaded_with == wanted:
+            return self.scorer
+        try:
+            scorer = load_model(wanted[0], wanted[1])
+        except ModelFileError as error:
+            if self.scorer is None or self._loaded_with is None:
+                raise
+            self.options["modelfile"].value = self._loaded_with[0]
+            self.options["threads"].value = self._loaded_with[1]
+            raise ModelFileError(f"{error} Keeping {self.scorer.info.describe()}.") from None
+        self.scorer, self._loaded_with = scorer, wanted
+        where = f"{scorer.info.describe()} on {scorer.provider}"
+        print(f"oneply: model {where}", file=sys.stderr, flush=True)
+        self.send(f"info string model {where}")
+        return scorer
 
     def _deadline(self, limits: GoLimits, turn: chess.Color, start: float) -> float | None:
-        budget = limits.budget_ms(turn)
-        if budget is None or limits.infinite:
-            return None
-        usable = max(budget - self.option("Move Overhead"), 1.0)
-        return start + usable / 1000.0
+        budget = limits.budget_ms(turn, int(self.option("Move Overhead")))
+        return None if budget is None else start + budget / 1000.0
 
     def _think(self, board: chess.Board, limits: GoLimits, start: float) -> None:
         best = "0000"
         try:
             best = self._decide(board, limits, start)
-        except ModelFileError as error:
-            self.error(str(error))
-            best = next(iter(board.legal_moves), chess.Move.null()).uci()
         except Exception as error:  # still answer: a GUI waiting for bestmove would hang
-            self.error(f"internal error in go: {type(error).__name__}: {error}")
-            best = next(iter(board.legal_moves), chess.Move.null()).uci()
+            if isinstance(error, ModelFileError):
+                self.error(str(error))
+            else:
+                self.error(f"internal error in go: {type(error).__name__}: {error}")
+            best = self._fallback(board, limits, start)
         if limits.infinite or limits.ponder:
             self._release.wait()
         self.send(f"bestmove {best}")
+
+    def _fallback(self, board: chess.Board, limits: GoLimits, start: float) -> str:
+        """engine/fallback.py's move (the bot's rule too), reported as `info string rule`."""
+        deadline = self._deadline(limits, board.turn, start)
+        budget = None if deadline is None else deadline - time.monotonic()
+        move, rule = self.fallback.move(board, budget)
+        self.send(f"info string rule {rule}")
+        return move.uci()
 
     def _decide(self, board: chess.Board, limits: GoLimits, start: float) -> str:
         if board.is_game_over():
@@ -358,7 +470,7 @@ class UciEngine:
         nodes = len(scores)
         nps = int(nodes * 1000 / max(elapsed, 1))
         lines = []
-        for rank, entry in enumerate(ranked[: self.option("MultiPV")], start=1):
+        for rank, entry in enumerate(ranked[: int(self.option("MultiPV"))], start=1):
             line = f"info depth 1 seldepth 1 multipv {rank} score {self._score(board, entry)}"
             if self.option("UCI_ShowWDL"):
                 line += " wdl {} {} {}".format(*wdl_permille(entry.win))

@@ -1,19 +1,39 @@
-"""Win probabilities, centipawns and the 128 value bins (REFERENCE.md §3)."""
+"""Win probabilities, centipawns, the 128 value bins and HL-Gauss targets (docs/FORMAT.md).
+
+The one home of these facts: score → win, the bin edges and centres, which bin a win falls
+in, and the HL-Gauss target distribution. Training's torch code builds its tensors from the
+arrays here, so a model is trained, evaluated and played with the same bins.
+"""
 
 from __future__ import annotations
 
 import math
 
+import chess.engine
 import numpy as np
 
 NUM_BINS = 128
 LICHESS_K = 0.00368208
+#: HL-Gauss standard deviation, in bin widths (the paper's choice)
+HL_GAUSS_SIGMA = 0.75
+#: moves whose Stockfish win is within this of the best count as "among Stockfish's best"
+#: in action accuracy (1 centipawn near equality is ~9e-4 win, so this means "equal score")
+BEST_TOLERANCE = 1e-4
 _EPS = 1e-6
 
 
 def cp_to_win(cp: float | np.ndarray) -> float | np.ndarray:
     """Stockfish centipawns (side to move) → win probability, the Lichess accuracy formula."""
     return 0.5 + 0.5 * (2.0 / (1.0 + np.exp(-LICHESS_K * np.asarray(cp, dtype=np.float64))) - 1.0)
+
+
+def score_to_win(score: chess.engine.Score) -> float:
+    """Win probability of a python-chess score, for the side it is from: a mate for that side
+    is 1.0, being mated 0.0, centipawns through cp_to_win."""
+    mate = score.mate()
+    if mate is not None:
+        return 1.0 if mate > 0 else 0.0
+    return float(cp_to_win(score.score(mate_score=0)))
 
 
 def win_to_cp(win: float) -> int:
@@ -24,7 +44,12 @@ def win_to_cp(win: float) -> int:
 
 def bin_edges(num_bins: int = NUM_BINS) -> np.ndarray:
     """The num_bins - 1 inner edges of uniform bins on [0, 1]."""
-    return np.linspace(0.0, 1.0, num_bins + 1)[1:-1]
+    return all_bin_edges(num_bins)[1:-1]
+
+
+def all_bin_edges(num_bins: int = NUM_BINS) -> np.ndarray:
+    """The num_bins + 1 edges of uniform bins on [0, 1], 0 and 1 included."""
+    return np.linspace(0.0, 1.0, num_bins + 1)
 
 
 def bin_centres(num_bins: int = NUM_BINS) -> np.ndarray:
@@ -32,8 +57,42 @@ def bin_centres(num_bins: int = NUM_BINS) -> np.ndarray:
 
 
 def value_to_bin(win: float | np.ndarray, num_bins: int = NUM_BINS) -> np.ndarray:
-    """Index of the bin that holds each win probability (searchsorted, side='left')."""
+    """Index of the bin that holds each win probability (searchsorted, side='left': a value
+    exactly on an edge belongs to the lower bin)."""
     return np.searchsorted(bin_edges(num_bins), win, side="left")
+
+
+def quantise(win: float, num_bins: int = NUM_BINS) -> float:
+    """The centre of the bin that holds ``win``: what a perfect K-bin model can say about it."""
+    return float(bin_centres(num_bins)[value_to_bin(win, num_bins)])
+
+
+def erf(x: np.ndarray) -> np.ndarray:
+    """Error function, Abramowitz & Stegun 7.1.26 (|error| < 1.5e-7); numpy has none and
+    scipy is not a dependency."""
+    x = np.asarray(x, dtype=np.float64)
+    t = 1.0 / (1.0 + 0.3275911 * np.abs(x))
+    poly = t * (
+        0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429)))
+    )
+    return np.sign(x) * (1.0 - poly * np.exp(-x * x))
+
+
+def hl_gauss_scale(num_bins: int = NUM_BINS, sigma: float = HL_GAUSS_SIGMA) -> float:
+    """The erf argument's divisor: σ (in bin widths) as a win-probability distance, times √2."""
+    return sigma / num_bins * math.sqrt(2.0)
+
+
+def hl_gauss(
+    wins: float | np.ndarray, num_bins: int = NUM_BINS, sigma: float = HL_GAUSS_SIGMA
+) -> np.ndarray:
+    """Histogram-loss Gaussian targets [..., K]: a Gaussian at each win probability with
+    standard deviation ``sigma`` bin widths, integrated over each bin of [0, 1] and
+    renormalised (mass beyond 0 and 1 is dropped). Neighbouring bins share credit, which
+    smooths the classification loss over an ordered target."""
+    centred = all_bin_edges(num_bins) - np.asarray(wins, dtype=np.float64)[..., None]
+    mass = np.diff(erf(centred / hl_gauss_scale(num_bins, sigma)), axis=-1)
+    return mass / mass.sum(axis=-1, keepdims=True)
 
 
 def expected_win(log_probs: np.ndarray) -> np.ndarray:

@@ -2,28 +2,37 @@
 
 from __future__ import annotations
 
-import shutil
 import sys
 from pathlib import Path
 
 import pytest
 
+from oneply.engine.stockfish import find_stockfish
+
 REPO = Path(__file__).resolve().parent.parent
-ENGINE_CMD = [sys.executable, "-m", "engine"]
+ENGINE_CMD = [sys.executable, "-m", "oneply.engine"]
 POSITION_218 = "3Q4/1Q4Q1/4Q3/2Q4R/Q4Q2/3Q4/1Q4Rp/1K1BBNNk w - - 0 1"
 
 
 def stockfish_path() -> str:
-    found = shutil.which("stockfish") or "/usr/games/stockfish"
-    if not Path(found).exists():
+    """The Stockfish executable, found by oneply's own rule (tests/run.sh installs it); for
+    module-level helpers. Tests take the `stockfish` fixture."""
+    found = find_stockfish()
+    if found is None:
         pytest.fail("Stockfish is required: apt-get install stockfish")
     return found
 
 
 @pytest.fixture(scope="session")
+def stockfish() -> str:
+    """The Stockfish executable; a test that needs it fails (with what to do) without it."""
+    return stockfish_path()
+
+
+@pytest.fixture(scope="session")
 def tiny_torch_model():
     torch = pytest.importorskip("torch")
-    from training.model import PRESETS, ActionValueModel
+    from oneply.training.model import PRESETS, ActionValueModel
 
     torch.manual_seed(1)
     return ActionValueModel(PRESETS["tiny"]).eval()
@@ -32,7 +41,7 @@ def tiny_torch_model():
 @pytest.fixture(scope="session")
 def tiny_onnx(tmp_path_factory, tiny_torch_model) -> Path:
     """A tiny shared-layout model file (fast to load and run)."""
-    from training.export import export_model
+    from oneply.training.export import export_model
 
     path = tmp_path_factory.mktemp("models") / "tiny.onnx"
     export_model(tiny_torch_model, path, preset="tiny", trained=False)

@@ -143,11 +143,14 @@ class FakeLichess:
         # fault injection: counts of faults still to inject
         self.stall_event_stream = 0
         self.move_429 = 0
+        self.chat_429 = 0
         self.move_429_retry_after: int | None = None
         self.accept_500 = 0
         self.reject_moves = 0
         self.drop_event_stream = 0
         self.drop_game_stream_at_ply: dict[str, int] = {}
+        # like Lichess: each new event stream first replays the challenges still pending
+        self.replay_pending_challenges = False
         self.closing = threading.Event()
         self._ids = itertools.count(1)
         self.server = _QuietServer(("127.0.0.1", 0), _handler_for(self))
@@ -405,6 +408,12 @@ class _Handler(BaseHTTPRequestHandler):
         fake = self.fake
         fake.event_connections += 1
         self._start_stream()
+        if fake.replay_pending_challenges:  # those already sent once and still unanswered
+            answered = set(fake.accepted) | set(fake.declined)
+            for event in fake.events[: fake.event_cursor]:
+                challenge = event.get("challenge") or {}
+                if event.get("type") == "challenge" and challenge.get("id") not in answered:
+                    self._line(event)
         if fake.stall_event_stream > 0:
             fake.stall_event_stream -= 1
             fake.closing.wait(5)  # hold the connection open and send nothing at all
@@ -505,6 +514,9 @@ class _Handler(BaseHTTPRequestHandler):
         self._ok()
 
     def chat(self, user: str, body: bytes, game_id: str) -> None:
+        if self.fake.chat_429 > 0:
+            self.fake.chat_429 -= 1
+            return self._json(429, {"error": "Too many requests. Try again later."})
         payload = json.loads(body or b"{}")
         self.fake.chat.append((game_id, payload.get("room", ""), payload.get("text", "")))
         self._ok()

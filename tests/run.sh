@@ -16,6 +16,15 @@ if [ ${#need[@]} -gt 0 ]; then
   as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}"
 fi
 
+# Podman builds and runs the Docker image (tests/test_docker.py; debootstrap makes its stand-in
+# base image). Optional: without them those tests skip and say why.
+if ! command -v podman >/dev/null || ! command -v debootstrap >/dev/null; then
+  { as_root apt-get update -qq \
+    && as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+      podman runc fuse-overlayfs slirp4netns uidmap debootstrap; } \
+    || echo "run.sh: podman/debootstrap not installed; the Docker image tests will skip" >&2
+fi
+
 # Python packages: the engine, plus the CPU build of torch (pinned: an unpinned torch pulls CUDA).
 python3 -m pip install -q -e ".[test]"
 
@@ -35,4 +44,5 @@ fi
 
 python3 -m ruff check .
 python3 -m ruff format --check .
+python3 -m mypy
 python3 -m pytest -q "$@"

@@ -16,15 +16,17 @@ import chess
 import chess.engine
 import numpy as np
 import pytest
+from processes import session_processes, wait_until_gone
 
-from engine.moves import legal_move_ids
-from engine.tokenizer import tokenize
-from training import annotate
-from training.dataset import AnnotatedDataset, Shard, position_key
+from oneply.engine.moves import legal_move_ids
+from oneply.engine.tokenizer import tokenize
+from oneply.training import annotate
+from oneply.training.dataset import AnnotatedDataset, Shard, position_key
+from tests.conftest import stockfish_path
+
+pytestmark = pytest.mark.usefixtures("stockfish")
 
 REPO = Path(__file__).resolve().parents[1]
-STOCKFISH = Path(annotate.DEFAULT_STOCKFISH)
-pytestmark = pytest.mark.skipif(not STOCKFISH.exists(), reason="needs Stockfish (REFERENCE §5)")
 
 #: white to move: Qe8 mates, Qf7 stalemates
 MATE_AND_STALEMATE = "7k/4Q3/6K1/8/8/8/8/8 w - - 0 1"
@@ -63,9 +65,9 @@ def _keys_in(out: Path) -> list[bytes]:
     return [position_key(dataset[i][0]) for i in range(len(dataset))]
 
 
-def test_mates_and_stalemates_are_settled_without_the_engine() -> None:
+def test_mates_and_stalemates_are_settled_without_the_engine(stockfish: str) -> None:
     board = chess.Board(MATE_AND_STALEMATE)
-    with chess.engine.SimpleEngine.popen_uci(str(STOCKFISH)) as engine:
+    with chess.engine.SimpleEngine.popen_uci(stockfish) as engine:
         values = annotate.score_moves(engine, board, chess.engine.Limit(depth=4))
     assert set(values) == set(board.legal_moves)
     assert values[chess.Move.from_uci("e7e8")] == 1.0
@@ -110,6 +112,7 @@ def test_end_to_end_tiny_run(tmp_path: Path, capsys) -> None:
     assert "positions/s" in capsys.readouterr().out
 
 
+@pytest.mark.slow
 def test_resume_after_sigkill_loses_and_duplicates_nothing(tmp_path: Path) -> None:
     fens = _fens(40, seed=3)
     positions = _write_positions(tmp_path / "pos.txt", fens)
@@ -117,7 +120,7 @@ def test_resume_after_sigkill_loses_and_duplicates_nothing(tmp_path: Path) -> No
     command = [
         sys.executable,
         "-m",
-        "engine",
+        "oneply.engine",
         "train",
         "annotate",
         str(positions),
@@ -141,9 +144,11 @@ def test_resume_after_sigkill_loses_and_duplicates_nothing(tmp_path: Path) -> No
         deadline = time.monotonic() + 60
         while not list(out.glob("chunk-*")) and time.monotonic() < deadline:
             time.sleep(0.02)
+        assert len(session_processes(process.pid)) >= 3  # the run and 2 workers (+ engines)
         os.kill(process.pid, signal.SIGKILL)  # the run itself, mid-chunk, no cleanup
         process.wait()
-        time.sleep(0.5)  # its orphaned workers notice and exit without writing
+        # its orphaned workers and their Stockfish die within ~2 s, without writing
+        assert wait_until_gone(process.pid, 2.0) == []
     finally:
         try:
             os.killpg(process.pid, signal.SIGKILL)
@@ -215,3 +220,99 @@ def test_grown_positions_file_redoes_only_the_partial_chunk(tmp_path: Path) -> N
     assert sorted(_keys_in(out)) == sorted(position_key(tokenize(f)) for f in fens)
     _write_positions(positions, fens[::-1])
     assert annotate.run(_args(*argv)) == 2  # different positions: refuse to mix
+
+
+def test_values_do_not_depend_on_workers_or_chunks(tmp_path: Path) -> None:
+    """Stockfish's hash and history must not carry from one position to the next: without a
+    fresh game per position most of these values differed between the two runs."""
+    positions = _write_positions(tmp_path / "pos.txt", _fens(48, seed=11))
+    runs = {"one": ("--workers", "1", "--chunk-size", "48"), "two": ("--workers", "2")}
+    for name, extra in runs.items():
+        args = _args(str(positions), "--out", str(tmp_path / name), "--depth", "6", *extra)
+        if name == "two":
+            args.chunk_size = 5
+        assert annotate.run(args) == 0
+    one, two = AnnotatedDataset(tmp_path / "one"), AnnotatedDataset(tmp_path / "two")
+    values = {position_key(s): w for s, _, w in (one[i] for i in range(len(one)))}
+    assert len(values) == len(two) == 48
+    for i in range(len(two)):
+        state, _, wins = two[i]
+        np.testing.assert_array_equal(wins, values[position_key(state)])
+
+
+def _pgn(path: Path, games: int, seed: int = 0) -> Path:
+    """Random games as PGN, the first game twice (its positions must be scored once)."""
+    import chess.pgn
+
+    rng = random.Random(seed)
+    texts = []
+    for _ in range(games):
+        board, game = chess.Board(), chess.pgn.Game()
+        node = game
+        for _ in range(rng.randint(8, 40)):
+            moves = list(board.legal_moves)
+            if not moves:
+                break
+            move = rng.choice(moves)
+            board.push(move)
+            node = node.add_variation(move)
+        texts.append(str(game))
+    path.write_text("\n\n".join([*texts, texts[0]]) + "\n")
+    return path
+
+
+def _pgn_keys(path: Path) -> dict[bytes, str]:
+    import chess.pgn
+
+    from oneply.training.pgn_annotate import game_positions
+
+    keys: dict[bytes, str] = {}
+    with open(path) as handle:
+        while (game := chess.pgn.read_game(handle)) is not None:
+            for board in game_positions(game):
+                keys.setdefault(position_key(tokenize(board)), board.fen())
+    return keys
+
+
+def test_pgn_games_are_streamed_deduplicated_excluded_and_resumed(tmp_path: Path) -> None:
+    pgn = _pgn(tmp_path / "games.pgn", 12)
+    expected = _pgn_keys(pgn)
+    banned_fen = list(expected.values())[30]
+    puzzles = tmp_path / "p.csv"
+    board = chess.Board(banned_fen)
+    puzzles.write_text(f"PuzzleId,FEN,Moves\nx,{banned_fen},{next(iter(board.legal_moves))}\n")
+    banned = {position_key(tokenize(banned_fen))}
+    board.push(next(iter(board.legal_moves)))
+    banned.add(position_key(tokenize(board)))
+    out = tmp_path / "out"
+    common = [str(pgn), "--out", str(out), "--depth", "2", "--exclude", str(puzzles)]
+    common += ["--chunk-size", "40", "--bench-sample", "0"]
+    command = [sys.executable, "-m", "oneply.engine", "train", "annotate", *common]
+    process = subprocess.Popen(
+        command, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        while not list(out.glob("pgn-*")) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+    finally:
+        assert wait_until_gone(process.pid, 2.0) == []
+    assert annotate.run(_args(*common, "--workers", "2", "--json")) == 0
+    dataset = AnnotatedDataset(out)
+    stored = {position_key(s): (s, w) for s, _, w in (dataset[i] for i in range(len(dataset)))}
+    assert len(stored) == len(dataset)  # nothing twice
+    assert stored.keys() == expected.keys() - banned
+    engine = chess.engine.SimpleEngine.popen_uci(stockfish_path())
+    try:
+        for key in list(stored)[::25]:
+            board = chess.Board(expected[key])
+            fresh = annotate.score_moves(engine, board, chess.engine.Limit(depth=2), game=object())
+            wins = np.array([fresh[m] for m in board.legal_moves])
+            np.testing.assert_allclose(stored[key][1], wins, atol=1 / 65535)
+    finally:
+        engine.quit()
+    assert annotate.run(_args(*common)) == 0  # all done: nothing new
+    assert len(AnnotatedDataset(out)) == len(stored)

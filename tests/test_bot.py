@@ -7,7 +7,6 @@ import contextlib
 import datetime as dt
 import logging
 import os
-import shutil
 import threading
 import time
 from argparse import Namespace
@@ -19,19 +18,19 @@ import chess.pgn
 import pytest
 import yaml
 
-from bot import main as bot_main
-from bot.batcher import Fallback, InferenceBatcher
-from bot.challenges import decline_reason
-from bot.config import ChallengeConfig, ConfigError, load_config, parse_config
-from bot.game import millis, think_time
-from bot.lichess import Backoff, Lichess, SetupError
-from bot.main import Bot
-from engine.health import check_heartbeat
-from engine.inference import Scorer
-from tests.lichess_server import BOT, FakeLichess, idle_opponent, random_opponent
+from oneply.bot import main as bot_main
+from oneply.bot.batcher import InferenceBatcher
+from oneply.bot.challenges import decline_reason
+from oneply.bot.config import ChallengeConfig, ConfigError, load_config, parse_config
+from oneply.bot.game import millis, think_time
+from oneply.bot.lichess import Backoff, Lichess, SetupError
+from oneply.bot.main import Bot
+from oneply.engine.fallback import Fallback
+from oneply.engine.health import check_heartbeat
+from oneply.engine.inference import Scorer
+from tests.lichess_server import BOT, FakeGame, FakeLichess, idle_opponent, random_opponent
 
 REPO = Path(__file__).resolve().parent.parent
-STOCKFISH = shutil.which("stockfish") or "/usr/games/stockfish"
 
 
 @pytest.fixture(scope="module")
@@ -132,7 +131,11 @@ def test_config_errors_name_the_key(tmp_path: Path):
     with pytest.raises(ConfigError, match="at least 60"):
         parse_config({"rate_limit": {"pause_429": 5}}, env={})
     with pytest.raises(ConfigError, match="engine.policy.no_such_field"):
-        bot_main.policy_factory(parse_config({"engine": {"policy": {"no_such_field": 1}}}, env={}))
+        parse_config({"engine": {"policy": {"no_such_field": 1}}}, env={})
+    for bad in ({"temperature": "abc"}, {"seed": "x"}, {"sample_moves": 999}):
+        key = next(iter(bad))
+        with pytest.raises(ConfigError, match=f"'engine.policy.{key}' must be"):
+            parse_config({"engine": {"policy": bad}}, env={})
     config = parse_config({"token": "from-file"}, env={"LICHESS_BOT_TOKEN": "from-env"})
     assert config.token == "from-env" and "from-env" not in repr(config)
 
@@ -257,11 +260,10 @@ def stockfish_opponent(engine: chess.engine.SimpleEngine):
     return lambda board: engine.play(board, chess.engine.Limit(depth=6)).move.uci()
 
 
-@pytest.mark.skipif(not Path(STOCKFISH).exists(), reason="needs Stockfish as the opponent")
-def test_full_game_to_checkmate_saves_pgn(server, tmp_path, scorer, caplog):
+def test_full_game_to_checkmate_saves_pgn(server, tmp_path, scorer, caplog, stockfish):
     caplog.set_level(logging.INFO, logger="oneply.bot")
     config = make_config(server, tmp_path)
-    with chess.engine.SimpleEngine.popen_uci(STOCKFISH) as engine:
+    with chess.engine.SimpleEngine.popen_uci(stockfish) as engine:
         with running_bot(config, scorer, server):
             game_id = server.challenge(color="white", opponent=stockfish_opponent(engine))
             assert server.wait_for(lambda: finished(server, game_id), timeout=60)
@@ -278,6 +280,15 @@ def test_full_game_to_checkmate_saves_pgn(server, tmp_path, scorer, caplog):
     assert "good-token" not in caplog.text
 
 
+def ended_as_scripted(game: FakeGame, resign_at_ply: int) -> bool:
+    """The scripted opponent resigned at its ply, unless the bot mated it first: the model is
+    strong enough to mate a random mover, so an early mate is a bot win, not a lost game."""
+    bot_won = game.winner == ("white" if game.bot_color == chess.WHITE else "black")
+    resigned = game.status == "resign" and len(game.moves) == resign_at_ply
+    mated = game.status == "mate" and len(game.moves) < resign_at_ply
+    return bot_won and (resigned or mated)
+
+
 def test_two_concurrent_games(server, tmp_path, scorer):
     config = make_config(server, tmp_path)
     with running_bot(config, scorer, server) as bot:
@@ -290,7 +301,8 @@ def test_two_concurrent_games(server, tmp_path, scorer):
         overlap = server.wait_for(lambda: len(bot.finished) == 2)
     assert overlap
     assert [p.headers["Result"] for p in pgns] == ["1-0", "0-1"]
-    assert [len(server.games[i].moves) for i in ids] == [25, 24]
+    plies = [25, 24]
+    assert all(ended_as_scripted(server.games[i], n) for i, n in zip(ids, plies, strict=True))
 
 
 def test_game_stream_dropped_mid_game_is_resumed(server, tmp_path, scorer):
@@ -324,6 +336,23 @@ def test_429_on_move_pauses_the_endpoint(server, tmp_path, scorer):
     first, second = hits[0], hits[1]
     assert first[1] == 429 and second[0] - first[0] >= 1.0
     assert len(server.games[game_id].moves) == 7
+
+
+def test_429_on_chat_does_not_hold_up_concurrent_games(server, tmp_path, scorer):
+    """Every game greets before its first move: a paused chat endpoint must not make them
+    wait out the pause (with Lichess's 60 s, bullet games would be lost on time)."""
+    server.chat_429 = 1
+    config = make_config(server, tmp_path, rate_limit={"pause_429": 30})
+    with running_bot(config, scorer, server):
+        ids = [
+            server.challenge(color="white", opponent=random_opponent(1), resign_at_ply=9),
+            server.challenge(color="black", opponent=random_opponent(2), resign_at_ply=8),
+            server.challenge(color="white", opponent=random_opponent(3), resign_at_ply=7),
+        ]
+        assert server.wait_for(lambda: all(finished(server, i) for i in ids), timeout=10)
+    assert [s for _, s in server.hits("POST", "/chat")].count(429) == 1
+    plies = [9, 8, 7]
+    assert all(ended_as_scripted(server.games[i], n) for i, n in zip(ids, plies, strict=True))
 
 
 def test_rejected_move_resyncs_from_server(server, tmp_path, scorer):
@@ -383,7 +412,7 @@ def test_inference_failure_still_moves(server, tmp_path, caplog):
 
 
 def test_resign_rule(server, tmp_path, scorer):
-    config = make_config(server, tmp_path, resign={"enabled": True, "max_win": 1.01, "moves": 2})
+    config = make_config(server, tmp_path, resign={"enabled": True, "max_win": 1.0, "moves": 2})
     with running_bot(config, scorer, server):
         game_id = server.challenge(color="white")
         assert server.wait_for(lambda: finished(server, game_id), timeout=10)
@@ -391,9 +420,8 @@ def test_resign_rule(server, tmp_path, scorer):
     assert game.status == "resign" and game.winner == "black" and len(game.moves) == 2
 
 
-@pytest.mark.skipif(not Path(STOCKFISH).exists(), reason="needs Stockfish")
-def test_stockfish_fallback_move():
-    fallback = Fallback(STOCKFISH, 0.01)
+def test_stockfish_fallback_move(stockfish):
+    fallback = Fallback(stockfish, 0.01)
     board = chess.Board("6k1/5ppp/8/8/8/8/5PPP/R5K1 w - - 0 1")
     move, rule = fallback.move(board)
     fallback.close()
@@ -417,3 +445,107 @@ def test_heartbeat_follows_the_event_stream(server, tmp_path, scorer, monkeypatc
     os.utime(beat, (1, 1))  # long silent
     with pytest.raises(RuntimeError, match="silent"):
         check_heartbeat(beat, max_age=60)
+
+
+# -- hostile events and careless configs (issue 13) ----------------------------------------------
+
+
+def test_unreadable_challenges_are_declined_and_the_stream_is_kept(server, tmp_path, scorer):
+    """An unknown speed or a non-numeric rating once killed the event stream; Lichess replayed
+    the challenge on reconnect and the bot looped forever, never answering the queue."""
+    server.replay_pending_challenges = True
+    config = make_config(server, tmp_path, challenge={"max_games": 1})
+    with running_bot(config, scorer, server):
+        bad_speed = server.challenge(speed="hyperBullet")
+        bad_rating = server.challenge(rating="strong")  # type: ignore[arg-type]
+        bad_clock = server.challenge(limit="soon")  # type: ignore[arg-type]
+        good = server.challenge(color="white", resign_at_ply=3)
+        assert server.wait_for(lambda: good in server.accepted, timeout=10)
+        time.sleep(1.0)  # a looping bot would reconnect many times in this second
+    assert server.declined == {bad_speed: "generic", bad_rating: "generic", bad_clock: "generic"}
+    assert server.event_connections <= 2
+
+
+def test_bad_event_does_not_reset_the_backoff_or_break_the_stream(server, tmp_path, scorer):
+    config = make_config(server, tmp_path)
+    with running_bot(config, scorer, server) as bot:
+        server.push_event({"type": "gameStart", "game": "not-a-mapping"})
+        good = server.challenge(color="white", resign_at_ply=3)
+        assert server.wait_for(lambda: good in server.accepted, timeout=10)
+    assert server.event_connections == 1 and bot is not None
+
+
+def run_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 60):
+    import subprocess
+    import sys
+
+    return subprocess.run(
+        [sys.executable, "-m", "oneply.engine", "bot", *args],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=timeout,
+        env={**os.environ, **(env or {})},
+    )
+
+
+@pytest.mark.parametrize(
+    "section, match",
+    [
+        ({"abort_time": -1}, "abort_time"),
+        ({"http": {"read_timeout": 0}}, "http.read_timeout"),
+        ({"http": {"read_timeout": -5}}, "http.read_timeout"),
+        ({"http": {"backoff_max": 0}}, "http.backoff_max"),
+        ({"engine": {"policy": {"temperature": "abc"}}}, "engine.policy.temperature"),
+        ({"engine": {"policy": {"seed": "x"}}}, "engine.policy.seed"),
+        ({"challenge": {"max_games": 0}}, "challenge.max_games"),
+        ({"engine": {"threads": 0}}, "engine.threads"),
+    ],
+)
+def test_bad_config_is_a_start_up_error_naming_the_key(tmp_path, section, match):
+    path = tmp_path / "config.yml"
+    path.write_text(yaml.safe_dump({"url": "http://127.0.0.1:9", **section}))
+    proc = run_cli("--config", str(path), env={"LICHESS_BOT_TOKEN": "t"})
+    assert proc.returncode == 2, proc.stderr
+    assert match in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_missing_config_file_is_an_error(tmp_path):
+    proc = run_cli("--config", str(tmp_path / "nope.yml"), env={"LICHESS_BOT_TOKEN": "t"})
+    assert proc.returncode == 2 and "nope.yml" in proc.stderr and "not found" in proc.stderr
+
+
+def test_model_is_checked_before_any_lichess_request(server, tmp_path):
+    path = tmp_path / "config.yml"
+    config = {"url": server.url, "rate_limit": {"pause_429": 1}, "engine": {"model": "no.onnx"}}
+    path.write_text(yaml.safe_dump(config))
+    proc = run_cli("--config", str(path), env={"LICHESS_BOT_TOKEN": "good-token"})
+    assert proc.returncode == 2 and "no.onnx" in proc.stderr and "Traceback" not in proc.stderr
+    assert server.requests == []
+
+
+def test_unreachable_server_retries_with_capped_backoff_and_no_traceback(tmp_path, scorer, caplog):
+    caplog.set_level(logging.INFO, logger="oneply.bot")
+    closed = FakeLichess().start()
+    url = closed.url
+    closed.stop()  # nothing listens there any more
+    config = parse_config(
+        {
+            "url": url,
+            "token": "good-token",
+            "rate_limit": {"pause_429": 1},
+            "http": {"connect_timeout": 0.2, "backoff_base": 0.05, "backoff_max": 0.2},
+        },
+        env={},
+    )
+    bot = Bot(config, scorer=scorer)
+    thread = threading.Thread(target=bot.run, daemon=True)
+    thread.start()
+    time.sleep(3)
+    bot.stop()
+    thread.join(5)
+    assert not thread.is_alive()
+    lines = [r.getMessage() for r in caplog.records if "lichess_unreachable" in r.getMessage()]
+    assert len(lines) >= 3 and url in lines[0]
+    delays = [float(line.split("retry_in_s=")[1].split()[0]) for line in lines]
+    assert max(delays) <= 0.2

@@ -6,6 +6,7 @@ import json
 import subprocess
 
 import chess
+import pytest
 
 from tests.conftest import ENGINE_CMD, REPO
 
@@ -17,7 +18,7 @@ def oneply(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
 
 
 def test_help_lists_every_subcommand():
-    from engine.cli import COMMANDS
+    from oneply.engine.cli import COMMANDS
 
     result = oneply("--help")
     assert result.returncode == 0
@@ -61,7 +62,7 @@ def test_bench_json_reports_all_variants(tiny_onnx):
 
 
 def test_bench_positions_file_is_varied():
-    from engine.bench import load_positions
+    from oneply.engine.bench import load_positions
 
     boards = load_positions()
     counts = [b.legal_moves.count() for b in boards]
@@ -77,3 +78,31 @@ def test_analyse_of_a_won_position_exits_promptly():
     result = oneply("analyse", "6k1/8/8/8/8/8/QQ6/K7 w - - 0 1", timeout=30)
     assert result.returncode == 0, result.stderr
     assert "plays" in result.stdout
+
+
+def test_analyse_names_an_illegal_move_as_such(tiny_onnx):
+    from oneply.engine.analyse import IllegalMoveError, position_from
+    from oneply.engine.tokenizer import TokenizerError
+
+    with pytest.raises(IllegalMoveError, match="illegal move e2e5") as caught:
+        position_from([], ["e2e4", "e2e5"])
+    assert not isinstance(caught.value, TokenizerError)  # the FEN was fine; the move was not
+    result = oneply("analyse", "--model", str(tiny_onnx), "--moves", "e2e4", "e2e5")
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert "illegal move e2e5" in result.stderr and "UCI notation" in result.stderr
+
+
+def test_library_errors_are_typed_and_the_cli_turns_them_into_a_message(tmp_path, capsys):
+    """Library code raises CommandError, never SystemExit (which a caller cannot tell from a
+    real exit); `oneply` prints the message and exits with the error's code."""
+    pytest.importorskip("torch")
+    from oneply.engine.cli import main
+    from oneply.engine.errors import CommandError
+    from oneply.training.export import untrained_model
+
+    with pytest.raises(CommandError, match="unknown preset 'huge'"):
+        untrained_model("huge")
+    assert main(["export", "--untrained", "huge", "-o", str(tmp_path / "m.onnx")]) == 1
+    assert "unknown preset 'huge'; choose from" in capsys.readouterr().err
+    assert main(["train", "fit"]) == 1
+    assert "give one or more annotated shard directories" in capsys.readouterr().err

@@ -9,15 +9,18 @@ import chess
 import numpy as np
 import pytest
 
-from engine.moves import legal_move_ids
-from engine.tokenizer import tokenize
-from training.dataset import (
+from oneply.engine.moves import legal_move_ids
+from oneply.engine.tokenizer import tokenize
+from oneply.training.compact import fen_of_tokens
+from oneply.training.dataset import (
     AnnotatedDataset,
     DatasetError,
     Shard,
     find_shards,
     is_validation,
     position_key,
+    puzzle_keys,
+    write_compact_shard,
     write_shard,
 )
 
@@ -152,3 +155,63 @@ def test_split_is_disjoint_and_complete(tmp_path: Path) -> None:
         AnnotatedDataset(tmp_path, split="test")
     with pytest.raises(DatasetError, match="no shards"):
         AnnotatedDataset(tmp_path / ".chunk-000002.tmp-1")
+
+
+def _write_compact(path: Path, boards: list[chess.Board], seed: int = 0) -> list[np.ndarray]:
+    rng = np.random.default_rng(seed)
+    states = np.stack([tokenize(b) for b in boards]).astype(np.uint8)
+    wins = [rng.random(b.legal_moves.count()).astype(np.float32) for b in boards]
+    write_compact_shard(path, states, wins, {"note": "v2"})
+    return wins
+
+
+def test_compact_shard_reads_like_a_v1_shard(tmp_path: Path) -> None:
+    boards = _positions(200, seed=4)
+    boards.append(chess.Board("rnbqkbnr/ppp1p1pp/8/3pPp2/8/8/PPPP1PPP/RNBQKBNR w KQkq f6 0 3"))
+    wins = _write_compact(tmp_path / "v2", boards)
+    _write(tmp_path / "v1", boards)
+    compact, plain = Shard(tmp_path / "v2", verify=True), Shard(tmp_path / "v1")
+    assert compact.meta["note"] == "v2" and len(compact) == len(boards)
+    assert compact.num_action_values == plain.num_action_values
+    for i, board in enumerate(boards):
+        state, moves, values = compact[i]
+        assert fen_of_tokens(state) == board.fen()  # en passant and counters included
+        np.testing.assert_array_equal(state, plain[i][0])
+        np.testing.assert_array_equal(moves, plain[i][1])
+        assert moves.dtype == np.int64 and values.dtype == np.float32
+        np.testing.assert_allclose(values, wins[i], atol=1 / 65535)
+    both = AnnotatedDataset([tmp_path / "v1", tmp_path / "v2"])
+    assert len(both) == len(boards)  # the same positions twice are read once
+
+
+def test_compact_shard_is_small_and_damage_is_caught(tmp_path: Path) -> None:
+    boards = _positions(1000, seed=5)
+    _write_compact(tmp_path / "v2", boards)
+    size = (tmp_path / "v2" / "data.npz").stat().st_size
+    assert size / len(boards) < 120  # 1M positions in under 120 MB, even with random values
+    data = tmp_path / "v2" / "data.npz"
+    data.write_bytes(data.read_bytes()[:-100])
+    with pytest.raises(DatasetError, match="data.npz"):
+        Shard(tmp_path / "v2")
+
+
+def test_compact_row_whose_position_does_not_match_its_values(tmp_path: Path) -> None:
+    board = chess.Board()
+    states = np.stack([tokenize(board)]).astype(np.uint8)
+    write_compact_shard(tmp_path / "bad", states, [np.full(19, 0.5)])  # 20 legal moves
+    with pytest.raises(DatasetError, match="row 0 has 20 legal moves"):
+        Shard(tmp_path / "bad")[0]
+
+
+def test_puzzle_keys_cover_the_line_and_bad_rows_name_the_file(tmp_path: Path) -> None:
+    csv = tmp_path / "p.csv"
+    fen = "rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq - 0 1"
+    csv.write_text(f"PuzzleId,FEN,Moves\nt,{fen},e7e5 g1f3\n")
+    board, expected = chess.Board(), set()
+    for uci in ("e2e4", "e7e5", "g1f3"):
+        board.push_uci(uci)
+        expected.add(position_key(tokenize(board)))
+    assert puzzle_keys([csv]) == expected
+    csv.write_text("PuzzleId,FEN,Moves\nx,not a fen,e2e4\n")
+    with pytest.raises(DatasetError, match="p.csv:2"):
+        puzzle_keys([csv])

@@ -10,11 +10,13 @@ import chess
 import numpy as np
 import pytest
 
-from engine.cli import main
-from engine.moves import legal_move_ids
-from engine.tokenizer import tokenize
-from training import evaluate
-from training.dataset import write_shard
+from oneply.arena import DEV_PUZZLES
+from oneply.engine.cli import main
+from oneply.engine.moves import legal_move_ids
+from oneply.engine.tokenizer import tokenize
+from oneply.engine.values import erf
+from oneply.training import evaluate
+from oneply.training.dataset import write_shard
 
 # Black to move plays c7c6; then White mates with Ra8# (the line) or Rb8# (also mate).
 MATE_FEN = "7k/2p3pp/8/8/8/8/8/RR4K1 b - - 0 1"
@@ -22,7 +24,7 @@ MATE_FEN = "7k/2p3pp/8/8/8/8/8/RR4K1 b - - 0 1"
 
 def test_erf_matches_the_standard_library() -> None:
     x = np.linspace(-4, 4, 81)
-    assert np.allclose(evaluate.erf(x), [math.erf(v) for v in x], atol=2e-7)
+    assert np.allclose(erf(x), [math.erf(v) for v in x], atol=2e-7)
 
 
 @pytest.mark.parametrize(
@@ -72,7 +74,7 @@ def test_position_metrics() -> None:
 
 
 def _bins(wins: np.ndarray) -> list[int]:
-    from engine.values import value_to_bin
+    from oneply.engine.values import value_to_bin
 
     return list(value_to_bin(wins))
 
@@ -152,7 +154,7 @@ def test_eval_command_on_a_real_model(tiny_onnx: Path, annotated: Path, tmp_path
 
 
 def test_dev_puzzles_limit(tiny_onnx: Path) -> None:
-    if not evaluate.DEFAULT_PUZZLES.exists():
+    if not DEV_PUZZLES.exists():
         pytest.skip("no dev puzzle set beside the repository")
     report = evaluate.evaluate_model(tiny_onnx, puzzle_limit=20)
     assert report["puzzles"]["count"] == 20 and "positions" not in report

@@ -1,5 +1,6 @@
 """The transformer's two layouts, the ONNX contract and the Scorer."""
 
+import dataclasses
 import json
 
 import chess
@@ -7,15 +8,15 @@ import numpy as np
 import onnx
 import pytest
 
-from engine.inference import Scorer, encode_batch
-from engine.model_file import ModelFileError
-from engine.tokenizer import tokenize
+from oneply.engine.inference import Scorer, encode_batch
+from oneply.engine.model_file import ModelFileError
+from oneply.engine.tokenizer import tokenize
 from tests.conftest import POSITION_218
 
 torch = pytest.importorskip("torch")
 
-from training.export import export_model  # noqa: E402
-from training.model import PRESETS, ActionValueModel  # noqa: E402
+from oneply.training.export import export_model  # noqa: E402
+from oneply.training.model import PRESETS, ActionValueModel  # noqa: E402
 
 MIDDLEGAME = "r1bq1rk1/pp2bppp/2n1pn2/3p4/2PP4/2N2N2/PP2BPPP/R2QKB1R w KQ - 3 8"
 
@@ -55,16 +56,24 @@ def test_per_move_layout_lets_the_state_see_the_move(tiny_torch_model):
     assert not np.allclose(shared, per_move, atol=1e-4)
 
 
+@pytest.mark.parametrize(
+    "features",
+    [{}, {"move_features": False}, {"piece_features": False}, {"mirror": True}],
+    ids=["features", "id-only", "squares-only", "mirror"],
+)
 @pytest.mark.parametrize("layout", ["shared", "per_move"])
-def test_onnx_matches_pytorch(tmp_path, layout):
+def test_onnx_matches_pytorch(tmp_path, layout, features):
     torch.manual_seed(3)
-    model = ActionValueModel(PRESETS["tiny"]).eval()
+    config = dataclasses.replace(PRESETS["tiny"], **features)
+    model = ActionValueModel(config).eval()
     path = tmp_path / f"{layout}.onnx"
     export_model(model, path, preset="tiny", layout=layout, trained=False)
     scorer = Scorer(path, threads=1)
     one_move = chess.Board("k7/8/8/8/8/8/6q1/7K w - - 0 1")  # Kxg2 is the only move
-    cases = [[one_move], [chess.Board(MIDDLEGAME)], [chess.Board(POSITION_218)]]
-    cases.append([chess.Board(), chess.Board(MIDDLEGAME), chess.Board(POSITION_218)])  # batch
+    white = [one_move, chess.Board(MIDDLEGAME), chess.Board(POSITION_218)]
+    black = [board.mirror() for board in white]  # the same move counts, black to move
+    cases = [[board] for board in white + black]
+    cases.append([chess.Board(), *white, *black])  # one batch, both colours
     widths = []
     for boards in cases:
         expected, ids = _torch_log_probs(model, boards, layout)
@@ -72,7 +81,42 @@ def test_onnx_matches_pytorch(tmp_path, layout):
         mask = ids >= 0
         np.testing.assert_allclose(actual[mask], expected[mask], atol=1e-4, rtol=0)
         widths.append(ids.shape[1])
-    assert widths[0] == 1 and widths[2] == 218
+    assert widths[0] == widths[3] == 1 and widths[2] == widths[5] == 218
+
+
+def test_move_features_read_the_pieces_on_the_moves_squares():
+    """The move token sees what stands on its squares: changing only the piece on e2 changes
+    e2e4's input embedding (the id-only token is blind to it)."""
+    torch.manual_seed(0)
+    model = ActionValueModel(PRESETS["tiny"]).eval()
+    e2e4 = torch.tensor([[317]])
+    pawn = torch.from_numpy(tokenize(chess.Board())).unsqueeze(0)
+    queen = torch.from_numpy(
+        tokenize(chess.Board("rnbqkbnr/pppppppp/8/8/8/8/PPPPQPPP/RNB1KBNR w KQkq - 0 1"))
+    ).unsqueeze(0)
+    with torch.no_grad():
+        assert not torch.allclose(model._moves(pawn, e2e4), model._moves(queen, e2e4))
+        id_only = ActionValueModel(dataclasses.replace(PRESETS["tiny"], move_features=False))
+        assert torch.equal(id_only._moves(pawn, e2e4), id_only._moves(queen, e2e4))
+
+
+def test_format_1_files_still_load(tmp_path):
+    """Files written before move features (format_version 1) load and score."""
+    torch.manual_seed(1)
+    model = ActionValueModel(dataclasses.replace(PRESETS["tiny"], move_features=False)).eval()
+    path = tmp_path / "v1.onnx"
+    export_model(model, path, preset="tiny", trained=False)
+    proto = onnx.load(str(path))
+    for prop in proto.metadata_props:
+        if prop.key == "oneply.format_version":
+            prop.value = "1"
+    onnx.save(proto, str(path))
+    scorer = Scorer(path, threads=1)
+    assert scorer.info.layout == "shared"
+    expected, ids = _torch_log_probs(model, [chess.Board()], "shared")
+    np.testing.assert_allclose(
+        scorer.log_probs(*encode_batch([chess.Board()])[:2]), expected, atol=1e-4
+    )
 
 
 def test_metadata_is_written_and_read(tmp_path, tiny_torch_model):
@@ -157,7 +201,7 @@ def test_score_many_equals_one_by_one(tiny_onnx):
 
 
 def test_export_cli_writes_metadata(tmp_path):
-    from engine.cli import main
+    from oneply.engine.cli import main
 
     out = tmp_path / "cli.onnx"
     assert main(["export", "--untrained", "tiny", "-o", str(out)]) == 0

@@ -3,6 +3,7 @@ the engine plays from the file, eval runs; a second run resumes and redoes nothi
 
 from __future__ import annotations
 
+import argparse
 import json
 from pathlib import Path
 
@@ -10,15 +11,18 @@ import chess
 import onnx
 import pytest
 
-from engine.cli import main
-from engine.inference import Scorer
-from training.evaluate import DEFAULT_PUZZLES
+from oneply.arena import DEV_PUZZLES
+from oneply.engine.cli import main
+from oneply.engine.inference import Scorer
+from oneply.training import pipeline
+from oneply.training.positions import manifest_path
+
+pytestmark = pytest.mark.usefixtures("stockfish")
 
 pytest.importorskip("torch")
-STOCKFISH = Path("/usr/games/stockfish")
-pytestmark = pytest.mark.skipif(not STOCKFISH.exists(), reason="needs Stockfish (REFERENCE §5)")
 
 
+@pytest.mark.slow
 def test_train_all_tiny_end_to_end_and_rerun_skips_every_step(tmp_path: Path, capsys) -> None:
     out = tmp_path / "run"
     argv = ["train", "all", "--preset", "tiny", "--positions", "20", "--depth", "4"]
@@ -41,10 +45,7 @@ def test_train_all_tiny_end_to_end_and_rerun_skips_every_step(tmp_path: Path, ca
     training = json.loads(props["oneply.training"])
     metrics = json.loads(props["oneply.metrics"])
     assert training["steps"] == 4 and training["positions"] > 0
-    if DEFAULT_PUZZLES.exists():  # CI has ../shared beside the clone
-        assert metrics["puzzles"]["count"] == 20
-    else:
-        assert "puzzles" not in metrics
+    assert metrics["puzzles"]["count"] == 20  # the dev set ships in arena/data
     report = json.loads(report_path.read_text())
     assert report["training"]["steps"] == 4
     assert (out / "train" / "training.png").exists()
@@ -55,3 +56,32 @@ def test_train_all_tiny_end_to_end_and_rerun_skips_every_step(tmp_path: Path, ca
     # rerunning finds every step complete
     assert main(argv) == 0
     assert capsys.readouterr().out.count("skip:") == 4
+
+
+def test_train_all_positions_step_excludes_the_puzzles_given(tmp_path: Path) -> None:
+    """`train all --puzzles X`: the positions step must exclude X, as fit does."""
+    puzzles = tmp_path / "mine.csv"
+    puzzles.write_text("".join(DEV_PUZZLES.read_text().splitlines(keepends=True)[:4]))
+    parser = argparse.ArgumentParser()
+    pipeline.add_arguments(parser)
+    args = parser.parse_args(["--puzzles", str(puzzles), "--workers", "1"])
+    path = pipeline.make_positions(tmp_path, 3, args)
+    assert json.loads(manifest_path(path).read_text())["exclude"] == [str(puzzles)]
+
+
+def test_train_all_refuses_a_missing_puzzle_file(tmp_path: Path, capsys) -> None:
+    argv = ["train", "all", "--out", str(tmp_path), "--puzzles", str(tmp_path / "none.csv")]
+    assert main(argv) == 2
+    assert "none.csv not found" in capsys.readouterr().err
+
+
+def test_a_failing_step_stops_the_pipeline_with_a_typed_error_and_its_exit_code(
+    tmp_path: Path,
+) -> None:
+    from oneply.engine.errors import CommandError
+    from oneply.training import annotate
+
+    missing = tmp_path / "no-positions.txt"
+    with pytest.raises(CommandError, match="step oneply.training.annotate failed") as caught:
+        pipeline._call(annotate, [str(missing), "--out", str(tmp_path / "shards")])
+    assert caught.value.exit_code == 2  # annotate's own status for bad input

@@ -12,19 +12,17 @@ from pathlib import Path
 import chess
 import pytest
 
-from engine.inference import MoveScore
-from engine.policy import (
+from oneply.engine.inference import MoveScore
+from oneply.engine.policy import (
     ENV_SEED,
     SAFETY_S,
     MovePolicy,
     PolicyConfig,
     own_moves_played,
-    resolve_stockfish,
 )
+from oneply.engine.policy_config import POLICY_OPTIONS, PolicyOptionError, policy_from_mapping
 
-STOCKFISH = resolve_stockfish("")
 SLOW_STOCKFISH = Path(__file__).parent / "engines" / "slow_stockfish.py"
-needs_stockfish = pytest.mark.skipif(STOCKFISH is None, reason="Stockfish not installed")
 
 #: white wins the black queen with Qxd5; every other candidate is a quiet king/queen move
 FREE_QUEEN = "4k3/8/8/3q4/8/8/8/3QK3 w - - 0 1"
@@ -71,14 +69,15 @@ def test_uci_options_declare_every_setting():
 
 
 def test_set_option_parses_values_and_rejects_bad_ones():
-    warnings: list[str] = []
-    policy = MovePolicy(PolicyConfig(), warn=warnings.append)
+    policy = MovePolicy(PolicyConfig())
     assert policy.set_option("repetitiondamping", "false")
     assert policy.set_option("Temperature", "0.01")
-    assert policy.set_option("SampleMoves", "9999")  # clamped to the declared max
+    assert policy.set_option("SampleMoves", "200")
     assert policy.set_option("Seed", "-1")
     assert policy.set_option("StockfishPath", "<empty>")
-    assert policy.set_option("Temperature", "hot")  # known option, invalid value
+    for name, bad in [("Temperature", "hot"), ("SampleMoves", "9999"), ("Temperature", "nan")]:
+        with pytest.raises(PolicyOptionError, match=name):  # out of range is an error too
+            policy.set_option(name, bad)
     assert not policy.set_option("Hash", "16")
     config = policy.config
     assert (config.repetition_damping, config.temperature, config.sample_moves) == (
@@ -87,7 +86,29 @@ def test_set_option_parses_values_and_rejects_bad_ones():
         200,
     )
     assert config.seed is None and config.stockfish_path == ""
-    assert len(warnings) == 1 and "Temperature" in warnings[0]
+
+
+def test_one_declaration_builds_uci_and_config_parsers_that_agree():
+    """The same option, the same range, from UCI text and from config.yml: one verdict."""
+    for option in POLICY_OPTIONS:
+        if option.low is None:
+            continue
+        above = option.high + 1
+        with pytest.raises(PolicyOptionError, match=f"engine.policy.{option.key}"):
+            policy_from_mapping({option.key: above})
+        if option.uci:
+            with pytest.raises(PolicyOptionError, match=option.uci):
+                MovePolicy().set_option(option.uci, str(above))
+    for key, bad in [
+        ("temperature", "abc"),
+        ("seed", "x"),
+        ("mate_in_one", 1),
+        ("sample_moves", 2.5),
+    ]:
+        with pytest.raises(PolicyOptionError, match=f"'engine.policy.{key}' must be"):
+            policy_from_mapping({key: bad})
+    config = policy_from_mapping({"temperature": 1, "seed": None, "fallback_top": 3})
+    assert (config.temperature, config.seed, config.fallback_top) == (1.0, None, 3)
 
 
 def test_no_legal_moves_is_not_an_error():
@@ -237,7 +258,7 @@ def fallback_policy(warnings: list[str], **overrides) -> MovePolicy:
     return MovePolicy(plain(**settings), warn=warnings.append)
 
 
-@needs_stockfish
+@pytest.mark.usefixtures("stockfish")
 def test_fallback_plays_stockfishs_choice_among_the_top_five():
     warnings: list[str] = []
     policy = fallback_policy(warnings)
@@ -250,7 +271,7 @@ def test_fallback_plays_stockfishs_choice_among_the_top_five():
     assert warnings == []
 
 
-@needs_stockfish
+@pytest.mark.usefixtures("stockfish")
 def test_fallback_needs_all_top_five_above_the_threshold():
     policy = fallback_policy([])
     ranked = won_scores(FREE_QUEEN_CANDIDATES)
@@ -275,7 +296,7 @@ def test_missing_stockfish_warns_once_and_plays_on():
     assert len(warnings) == 1 and "not found" in warnings[0]
 
 
-@needs_stockfish
+@pytest.mark.usefixtures("stockfish")
 def test_crashing_stockfish_warns_once_and_plays_on(monkeypatch):
     monkeypatch.setenv("SLOW_STOCKFISH_MODE", "crash")
     warnings: list[str] = []
@@ -290,7 +311,7 @@ def test_crashing_stockfish_warns_once_and_plays_on(monkeypatch):
     assert len(warnings) == 1 and "Stockfish failed" in warnings[0]
 
 
-@needs_stockfish
+@pytest.mark.usefixtures("stockfish")
 def test_bestmove_inside_the_budget_when_stockfish_hangs(monkeypatch):
     monkeypatch.setenv("SLOW_STOCKFISH_DELAY", "5")
     warnings: list[str] = []
@@ -315,7 +336,7 @@ def test_bestmove_inside_the_budget_when_stockfish_hangs(monkeypatch):
     assert len(warnings) == 1 and "no move within" in warnings[0]
 
 
-@needs_stockfish
+@pytest.mark.usefixtures("stockfish")
 def test_fallback_is_skipped_when_the_clock_is_nearly_out():
     warnings: list[str] = []
     policy = fallback_policy(warnings)
@@ -333,7 +354,7 @@ def test_slow_wrapper_is_executable():
 
 
 def test_uci_engine_announces_the_policy_options():
-    from engine.uci import Option
+    from oneply.engine.uci import Option
 
     lines = [Option(*spec).announce() for spec in MovePolicy.UCI_OPTIONS]
     assert "option name RepetitionDamping type check default true" in lines

@@ -10,10 +10,10 @@ from pathlib import Path
 import chess
 import pytest
 
-from training import positions
-
-STOCKFISH = Path(positions.DEFAULT_STOCKFISH)
-needs_stockfish = pytest.mark.skipif(not STOCKFISH.exists(), reason="needs Stockfish")
+from oneply.arena import DEV_PUZZLES
+from oneply.engine.tokenizer import tokenize
+from oneply.training import positions
+from oneply.training.dataset import DatasetError, position_key, puzzle_keys
 
 
 def _args(*argv: str):
@@ -32,13 +32,10 @@ def _puzzle_csv(path: Path) -> Path:
 
 
 def test_exclusions_cover_every_position_of_the_line(tmp_path: Path) -> None:
-    keys = positions.load_exclusions([_puzzle_csv(tmp_path / "p.csv")])
+    keys = puzzle_keys([_puzzle_csv(tmp_path / "p.csv")])
     board = chess.Board()
-    expected = set()
     for uci in ("e2e4", "e7e5", "g1f3"):
         board.push_uci(uci)
-        expected.add(positions.position_key(board))
-    assert keys == expected
     stats: Counter = Counter()
     fresh = positions._fresh(
         [board.fen(), chess.Board().fen(), chess.Board().fen()], set(), keys, stats
@@ -49,10 +46,10 @@ def test_exclusions_cover_every_position_of_the_line(tmp_path: Path) -> None:
 def test_bad_exclusion_csv_is_a_clear_error(tmp_path: Path) -> None:
     bad = tmp_path / "bad.csv"
     bad.write_text("PuzzleId,FEN,Moves\nx,not a fen,e2e4\n")
-    with pytest.raises(positions.PositionsError, match="bad.csv:2"):
-        positions.load_exclusions([bad])
-    with pytest.raises(positions.PositionsError, match="missing.csv"):
-        positions.load_exclusions([tmp_path / "missing.csv"])
+    with pytest.raises(DatasetError, match="bad.csv:2"):
+        puzzle_keys([bad])
+    with pytest.raises(DatasetError, match="missing.csv"):
+        puzzle_keys([tmp_path / "missing.csv"])
 
 
 def test_game_phase_rule() -> None:
@@ -62,11 +59,12 @@ def test_game_phase_rule() -> None:
     assert positions.game_phase(middle) == "middlegame"
 
 
-@needs_stockfish
+@pytest.mark.slow
+@pytest.mark.usefixtures("stockfish")
 def test_generate_resume_unique_and_excluded(tmp_path: Path) -> None:
     out = tmp_path / "pos.txt"
     puzzles = _puzzle_csv(tmp_path / "p.csv")
-    csvs = [puzzles] + [p for p in [positions.DEFAULT_EXCLUDE] if p.exists()]
+    csvs = [puzzles] + [p for p in [DEV_PUZZLES] if p.exists()]
     common = ["--out", str(out), "--seed", "7", "--max-nodes", "2000"]
     for csv in csvs:
         common += ["--exclude", str(csv)]
@@ -81,8 +79,8 @@ def test_generate_resume_unique_and_excluded(tmp_path: Path) -> None:
     assert len(fens) == 90
     keys = [positions.fen_key(f) for f in fens]
     assert len(set(keys)) == 90, "positions are unique by board, side, castling, en passant"
-    excluded = positions.load_exclusions(csvs)
-    assert not set(keys) & excluded
+    excluded = puzzle_keys(csvs)
+    assert not {position_key(tokenize(f)) for f in fens} & excluded
     boards = [chess.Board(f) for f in fens]  # every line is a valid FEN
     assert all(b.is_valid() and b.legal_moves.count() for b in boards)
 
@@ -142,7 +140,7 @@ def test_sigterm_stops_the_workers_and_their_stockfish(tmp_path: Path) -> None:
     import time
 
     out = tmp_path / "pos.txt"
-    cmd = [sys.executable, "-m", "engine", "train", "positions", "--out", str(out)]
+    cmd = [sys.executable, "-m", "oneply.engine", "train", "positions", "--out", str(out)]
     proc = subprocess.Popen(
         [*cmd, "--count", "100000", "--workers", "2", "--seed", "5"],
         cwd=Path(__file__).resolve().parent.parent,

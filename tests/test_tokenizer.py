@@ -1,11 +1,14 @@
-"""Tokenizer and move vocabulary: the model file format (REFERENCE.md §1-2)."""
+"""Tokenizer and move vocabulary: the model file format (docs/FORMAT.md §1-2)."""
+
+import re
+from pathlib import Path
 
 import chess
 import numpy as np
 import pytest
 
-from engine.moves import MAX_LEGAL_MOVES, MOVES, NUM_MOVES, legal_move_ids, move_id
-from engine.tokenizer import TokenizerError, state_string, tokenize
+from oneply.engine.moves import MAX_LEGAL_MOVES, MOVES, NUM_MOVES, legal_move_ids, move_id
+from oneply.engine.tokenizer import TokenizerError, state_string, tokenize
 
 # The vocabulary typed out again, so a change to the module cannot silently pass.
 VOCAB = "0 1 2 3 4 5 6 7 8 9 a b c d e f g h p n r k q P B N R Q K w .".split()
@@ -105,3 +108,24 @@ def test_chess960_castling_is_rejected_clearly():
     )
     with pytest.raises(TokenizerError, match="Chess960"):
         tokenize(board)
+
+
+FORMAT_DOC = Path(__file__).resolve().parent.parent / "docs" / "FORMAT.md"
+
+
+def test_format_doc_agrees_with_the_code():
+    """docs/FORMAT.md is the written contract: its vocabulary, start-position tokens, move check
+    values and format versions must be the code's."""
+    from oneply.engine.model_file import FORMAT_VERSION, READABLE_VERSIONS
+    from oneply.engine.tokenizer import CHARACTERS
+
+    text = FORMAT_DOC.read_text()
+    assert f"\n    {CHARACTERS}\n" in text
+    assert f"\n    {state_string(chess.Board())}\n" in text
+    checks = re.search(r"Check values \(id → move\):(.*?)\n\n", text, re.S)
+    assert checks is not None
+    pairs = re.findall(r"(\d+) `(\w+)`", checks.group(1))
+    assert len(pairs) == 10
+    assert all(MOVES[int(i)] == move for i, move in pairs)
+    assert f"Version {FORMAT_VERSION} is written today" in text
+    assert all(f"**{v}:**" in text for v in READABLE_VERSIONS)

@@ -8,7 +8,7 @@ without losing or duplicating a finished position; ``--shard k/n`` keeps the chu
 i % n == k, so n machines can split one file and their shard directories can be merged.
 
 Each worker process owns one Stockfish (Threads=1, small hash) and runs one search per
-position with MultiPV = number of legal moves (REFERENCE.md §3, §5):
+position with MultiPV = number of legal moves (values as in docs/FORMAT.md §3):
 
 * a move's value is ``cp_to_win(cp)`` of its root MultiPV line, which Stockfish reports from
   the mover's side; a mate for the mover is 1.0, being mated 0.0;
@@ -38,13 +38,14 @@ import chess.engine
 import numpy as np
 from tqdm import tqdm
 
-from engine.moves import MOVE_INDEX
-from engine.tokenizer import TokenizerError, board_from, tokenize
-from engine.values import cp_to_win
-from training.dataset import DatasetError, Shard, write_shard
-from training.workers import sigterm_as_interrupt
+from oneply.arena import DEV_PUZZLES
+from oneply.engine.moves import MOVE_INDEX
+from oneply.engine.stockfish import LOOKUP_TEXT, StockfishNotFound, require_stockfish
+from oneply.engine.tokenizer import TokenizerError, board_from, tokenize
+from oneply.engine.values import score_to_win
+from oneply.training.dataset import DatasetError, Shard, write_shard
+from oneply.training.workers import sigterm_as_interrupt, worker_pool
 
-DEFAULT_STOCKFISH = "/usr/games/stockfish"
 DEFAULT_DEPTH = 8
 DEFAULT_CHUNK_SIZE = 256
 HASH_MB = 16
@@ -73,13 +74,6 @@ class Settings:
 # --------------------------------------------------------------------------- scoring
 
 
-def _score_to_win(score: chess.engine.Score) -> float:
-    """Win probability of a score from the side to move: mates are 1.0 / 0.0."""
-    if score.is_mate():
-        return 1.0 if score.mate() > 0 else 0.0
-    return float(cp_to_win(score.score()))
-
-
 def _settle_without_engine(board: chess.Board, move: chess.Move) -> float | None:
     """1.0 for a mating move, 0.5 for a stalemating one, None when the engine must decide."""
     board.push(move)
@@ -94,9 +88,17 @@ def _settle_without_engine(board: chess.Board, move: chess.Move) -> float | None
 
 
 def score_moves(
-    engine: chess.engine.SimpleEngine, board: chess.Board, limit: chess.engine.Limit
+    engine: chess.engine.SimpleEngine,
+    board: chess.Board,
+    limit: chess.engine.Limit,
+    game: object = None,
 ) -> dict[chess.Move, float]:
-    """Win probability (for the mover) of every legal move of ``board``."""
+    """Win probability (for the mover) of every legal move of ``board``.
+
+    ``game``: python-chess sends ``ucinewgame`` (clearing Stockfish's hash and history) whenever
+    it differs from the previous call's, so a fresh ``object()`` per position makes the values
+    depend on the position alone, not on what the engine searched before.
+    """
     values: dict[chess.Move, float] = {}
     searched: list[chess.Move] = []
     for move in board.legal_moves:
@@ -106,19 +108,19 @@ def score_moves(
         else:
             values[move] = settled
     if searched:
-        infos = engine.analyse(board, limit, multipv=len(searched), root_moves=searched)
+        infos = engine.analyse(board, limit, multipv=len(searched), root_moves=searched, game=game)
         for info in infos:
             pv, score = info.get("pv"), info.get("score")
             if pv and score is not None and pv[0] in searched and pv[0] not in values:
-                values[pv[0]] = _score_to_win(score.relative)
+                values[pv[0]] = score_to_win(score.relative)
     for move in searched:
         if move not in values:  # Stockfish skipped it: search the child and flip
             board.push(move)
             try:
-                info = engine.analyse(board, limit)
+                info = engine.analyse(board, limit, game=game)
             finally:
                 board.pop()
-            values[move] = 1.0 - _score_to_win(info["score"].relative)
+            values[move] = 1.0 - score_to_win(info["score"].relative)
     return values
 
 
@@ -172,7 +174,9 @@ def annotate_chunk(
         values = {}
         if text and not text.startswith("#"):
             board = board_from(text)
-            values = score_moves(engine, board, settings.limit())
+            # a fresh Stockfish game per position: values depend on the position alone, not on
+            # which positions the worker searched before (worker count, resume point)
+            values = score_moves(engine, board, settings.limit(), game=object())
         if not values:  # blank line, comment, checkmate or stalemate: nothing to learn
             skipped += 1
             if report is not None:
@@ -237,14 +241,16 @@ _worker: dict = {}
 
 def open_engine(path: str) -> chess.engine.SimpleEngine:
     try:
-        engine = chess.engine.SimpleEngine.popen_uci(path)
+        engine = chess.engine.SimpleEngine.popen_uci(require_stockfish(path))
+    except StockfishNotFound as error:
+        raise AnnotateError(f"cannot start Stockfish: {error}") from None
     except (FileNotFoundError, PermissionError, chess.engine.EngineError) as error:
         raise AnnotateError(f"cannot start Stockfish at {path}: {error}") from None
     engine.configure({"Threads": 1, "Hash": HASH_MB})
     return engine
 
 
-def _init_worker(settings: Settings, out: Path, progress: mp.Queue) -> None:
+def _init_worker(settings: Settings, out: Path, progress) -> None:
     _worker.update(
         engine=open_engine(settings.stockfish),
         settings=settings,
@@ -278,10 +284,9 @@ def _run_in_process(chunks: list[Chunk], settings: Settings, out: Path, bar: tqd
 def _run_in_pool(
     chunks: list[Chunk], settings: Settings, out: Path, bar: tqdm, workers: int
 ) -> list[dict]:
-    context = mp.get_context("spawn")
-    progress = context.Queue()
+    progress = mp.get_context("spawn").Queue()
     report = _bar_updater(bar)
-    with context.Pool(workers, _init_worker, (settings, out, progress)) as pool:
+    with worker_pool(workers, _init_worker, (settings, out, progress)) as pool:
         pending = [pool.apply_async(_worker_chunk, (c,)) for c in chunks]
         while not all(p.ready() for p in pending):
             _drain(progress, report, timeout=0.2)
@@ -289,7 +294,7 @@ def _run_in_pool(
         return [p.get() for p in pending]  # re-raises a worker's exception
 
 
-def _drain(progress: mp.Queue, report, timeout: float) -> None:
+def _drain(progress, report, timeout: float) -> None:
     try:
         report(*progress.get(timeout=timeout) if timeout else progress.get_nowait())
         while True:
@@ -381,7 +386,9 @@ def _positive(text: str) -> int:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("positions", type=Path, help="text file with one FEN per line")
+    parser.add_argument(
+        "positions", type=Path, help="text file with one FEN per line, or a .pgn file of games"
+    )
     parser.add_argument("--out", type=Path, required=True, help="output directory of shards")
     limit = parser.add_mutually_exclusive_group()
     limit.add_argument(
@@ -400,10 +407,29 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--shard", type=parse_shard, default=(0, 1), metavar="K/N", help="do chunks i%%N == K"
     )
-    parser.add_argument("--stockfish", default=DEFAULT_STOCKFISH, help="Stockfish binary")
+    parser.add_argument(
+        "--stockfish", default="", help=f"Stockfish binary (default: {LOOKUP_TEXT})"
+    )
+    parser.add_argument(
+        "--exclude",
+        action="append",
+        default=[str(DEV_PUZZLES)],
+        help="PGN input: puzzle CSV whose positions are never scored (repeatable; default dev)",
+    )
+    parser.add_argument("--json", action="store_true", help="PGN input: print the result as JSON")
+    parser.add_argument(
+        "--bench-sample",
+        type=int,
+        default=500,
+        help="PGN input: positions scored by Stockfish alone to measure the overhead (0: skip)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.positions.suffix.lower() == ".pgn":  # games, not positions: streamed, deduplicated
+        from oneply.training import pgn_annotate
+
+        return pgn_annotate.run(args, args.depth if args.depth or args.nodes else DEFAULT_DEPTH)
     try:
         with sigterm_as_interrupt():
             return _run(args)

@@ -10,10 +10,16 @@ import argparse
 import importlib
 
 STEPS: dict[str, tuple[str, str]] = {
-    "positions": ("training.positions", "generate diverse, deduplicated positions"),
-    "annotate": ("training.annotate", "score every legal move of each position with Stockfish"),
-    "fit": ("training.fit", "train the transformer on annotated shards"),
-    "all": ("training.pipeline", "positions → annotate → fit → export → eval, resumably"),
+    "generate": ("oneply.training.generate", "make and score unique positions"),
+    "inspect": ("oneply.training.inspect_data", "counts, mix and sample records of a shard dir"),
+    "positions": ("oneply.training.positions", "generate diverse, deduplicated positions"),
+    "annotate": (
+        "oneply.training.annotate",
+        "score every legal move of each position with Stockfish",
+    ),
+    "fit": ("oneply.training.fit", "train the transformer on annotated shards"),
+    "ablate": ("oneply.training.ablation", "sample-efficiency table: variants, one budget"),
+    "all": ("oneply.training.pipeline", "positions → annotate → fit → export → eval, resumably"),
 }
 
 

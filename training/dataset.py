@@ -18,6 +18,9 @@ A shard is written to a hidden temporary directory, fsynced and renamed into pla
 either exists whole or not at all; readers skip hidden directories. Its ``sha256`` covers the
 four array files in the order above (meta.json holds the checksum, so it is not covered).
 
+Generate writes the compact ``oneply-shard-v2`` format (training/compact.py: tokens and one
+quantised value per legal move, compressed); ``Shard`` reads both formats transparently.
+
 The train/validation split is a stable hash of the position (board, side, castling, en
 passant; not the move counters), so a position lands in the same split in every shard, every
 run and on every machine.
@@ -29,13 +32,16 @@ import hashlib
 import json
 import os
 import shutil
+import zipfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import NoReturn
 
 import numpy as np
 
-from engine.moves import NUM_MOVES
-from engine.tokenizer import STATE_LENGTH, VOCAB_SIZE
+from oneply.engine.moves import NUM_MOVES
+from oneply.engine.tokenizer import STATE_LENGTH, VOCAB_SIZE
+from oneply.training import compact
 
 FORMAT = "oneply-shard-v1"
 ARRAYS = ("states", "offsets", "moves", "wins")
@@ -58,10 +64,44 @@ def position_key(state_tokens: np.ndarray) -> bytes:
     return tokens[:KEY_LENGTH].astype(np.uint8).tobytes()
 
 
+def puzzle_keys(paths: Sequence[Path | str]) -> set[bytes]:
+    """position_key of every position along every puzzle line of Lichess puzzle CSVs: the FEN,
+    then after each move. Training data must never contain them (they are the evaluation)."""
+    import csv
+
+    import chess
+
+    from oneply.engine.tokenizer import tokenize
+
+    keys: set[bytes] = set()
+    for path in paths:
+        try:
+            with open(path, newline="") as file:
+                rows = list(csv.DictReader(file))
+        except OSError as error:
+            raise DatasetError(f"{path}: cannot read puzzle CSV: {error}") from None
+        if rows and not {"FEN", "Moves"} <= rows[0].keys():
+            raise DatasetError(f"{path}: a puzzle CSV needs FEN and Moves columns")
+        for number, row in enumerate(rows, 2):
+            try:
+                board = chess.Board(row["FEN"])
+                keys.add(position_key(tokenize(board)))
+                for uci in row["Moves"].split():
+                    board.push_uci(uci)
+                    keys.add(position_key(tokenize(board)))
+            except ValueError as error:
+                raise DatasetError(f"{path}:{number}: bad puzzle row: {error}") from None
+    return keys
+
+
+def _hash64(key: bytes) -> int:
+    """A stable 64-bit hash of a position key (blake2b, not hash())."""
+    return int.from_bytes(hashlib.blake2b(key, digest_size=8).digest(), "little")
+
+
 def _hash_percent(key: bytes) -> float:
-    """A stable pseudo-random number in [0, 100) from a position key (blake2b, not hash())."""
-    digest = hashlib.blake2b(key, digest_size=8).digest()
-    return int.from_bytes(digest, "little") % 1_000_000 / 10_000
+    """A stable pseudo-random number in [0, 100) from a position key."""
+    return _hash64(key) % 1_000_000 / 10_000
 
 
 def is_validation(state_tokens: np.ndarray, val_percent: float = 5.0) -> bool:
@@ -135,29 +175,53 @@ def write_shard(
     wins: Sequence[np.ndarray],
     meta: dict | None = None,
 ) -> dict:
-    """Write one shard atomically and return its manifest entry (name, count, values, sha256).
+    """Write one v1 shard atomically and return its manifest entry (name, count, values, sha256).
 
     The arrays go to a hidden temporary directory beside ``path`` and are fsynced before one
     rename publishes them: a run killed at any moment leaves either the whole shard or no
     shard (plus, at worst, a hidden ``.tmp`` directory that the next writer removes).
     An existing shard at ``path`` is replaced.
     """
-    path = Path(path)
     arrays = _pack(states, move_ids, wins)
+
+    def fill(temporary: Path) -> dict:
+        for name in ARRAYS:
+            _save(temporary / f"{name}.npy", arrays[name])
+        return {"format": FORMAT, "count": len(arrays["states"]), "sha256": _sha256(temporary)}
+
+    return _publish(Path(path), fill, len(arrays["moves"]), meta)
+
+
+def write_compact_shard(
+    path: Path, states: np.ndarray, wins: Sequence[np.ndarray], meta: dict | None = None
+) -> dict:
+    """Write one v2 (compact) shard atomically: ``wins[i]`` are position i's legal moves'
+    values in python-chess generation order. Returns the manifest entry, as write_shard."""
+    arrays = compact.pack(states, wins)
+
+    def fill(temporary: Path) -> dict:
+        compact.save(temporary, arrays)
+        digest = hashlib.sha256((temporary / compact.DATA).read_bytes()).hexdigest()
+        return {"format": compact.FORMAT, "count": len(arrays["states"]), "sha256": digest}
+
+    return _publish(Path(path), fill, len(arrays["values"]), meta)
+
+
+def _publish(path: Path, fill, action_values: int, meta: dict | None) -> dict:
+    """Fill a hidden temporary directory, add meta.json, fsync and rename it to ``path``."""
     temporary = path.parent / f".{path.name}.tmp-{os.getpid()}"
     if temporary.exists():
         shutil.rmtree(temporary)
     temporary.mkdir(parents=True)
-    for name in ARRAYS:
-        _save(temporary / f"{name}.npy", arrays[name])
+    written = fill(temporary)
     entry = {
         "name": path.name,
-        "count": int(len(arrays["states"])),
-        "action_values": int(len(arrays["moves"])),
-        "sha256": _sha256(temporary),
+        "count": int(written["count"]),
+        "action_values": int(action_values),
+        "sha256": written["sha256"],
     }
     with open(temporary / "meta.json", "w") as file:
-        json.dump({"format": FORMAT, **(meta or {}), **entry}, file, indent=1)
+        json.dump({"format": written["format"], **(meta or {}), **entry}, file, indent=1)
         file.flush()
         os.fsync(file.fileno())
     _fsync_dir(temporary)
@@ -174,7 +238,8 @@ def write_shard(
 
 
 class Shard:
-    """One shard, memory-mapped; opening it checks that it is whole and consistent.
+    """One shard of either format, v1 memory-mapped, v2 (compact) loaded; opening it checks
+    that it is whole and consistent.
 
     The checks are cheap relative to training (one pass over the arrays) and turn a truncated
     or corrupt file into a DatasetError naming it, instead of garbage batches or a numpy
@@ -184,11 +249,37 @@ class Shard:
     def __init__(self, path: Path | str, verify: bool = False) -> None:
         self.path = Path(path)
         self.meta = self._read_meta()
+        self.compact = self.meta["format"] == compact.FORMAT
+        if self.compact:
+            self._open_compact(verify)
+            return
         self.states, self.offsets, self.moves, self.wins = (self._load(n) for n in ARRAYS)
         self._check_structure()
         self._check_values()
         if verify and self.meta.get("sha256") != _sha256(self.path):
             raise DatasetError(f"{self.path}: sha256 does not match meta.json (corrupt shard)")
+
+    def _open_compact(self, verify: bool) -> None:
+        file = self.path / compact.DATA
+        try:
+            arrays = compact.load(self.path)
+        except FileNotFoundError:
+            raise DatasetError(f"{file}: missing") from None
+        except (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile) as error:
+            raise DatasetError(f"{file}: truncated or corrupt: {error}") from None
+        problem = compact.check(arrays, self.meta)
+        if problem:
+            raise DatasetError(f"{file}: {problem}")
+        if verify and self.meta.get("sha256") != hashlib.sha256(file.read_bytes()).hexdigest():
+            raise DatasetError(f"{self.path}: sha256 does not match meta.json (corrupt shard)")
+        self.states, self.values = arrays["states"], arrays["values"]
+        self.counts = arrays["counts"]
+        self.offsets = np.zeros(len(self.states) + 1, dtype=np.int64)
+        np.cumsum(self.counts, out=self.offsets[1:])
+        # move ids are recomputed from the position the first time a row is read, then kept
+        # (2 bytes per value): the trainer reads each row many times
+        self.moves = np.zeros(len(self.values), dtype=np.int16)
+        self._have_moves = np.zeros(len(self.states), dtype=bool)
 
     def _read_meta(self) -> dict:
         file = self.path / "meta.json"
@@ -198,8 +289,8 @@ class Shard:
             raise DatasetError(f"{file}: missing (not a shard, or an unfinished one)") from None
         except (OSError, ValueError) as error:
             raise DatasetError(f"{file}: unreadable shard metadata: {error}") from None
-        if not isinstance(meta, dict) or meta.get("format") != FORMAT:
-            raise DatasetError(f"{file}: not a {FORMAT} shard")
+        if not isinstance(meta, dict) or meta.get("format") not in (FORMAT, compact.FORMAT):
+            raise DatasetError(f"{file}: not a {FORMAT} or {compact.FORMAT} shard")
         return meta
 
     def _load(self, name: str) -> np.ndarray:
@@ -211,7 +302,7 @@ class Shard:
         except (OSError, ValueError, EOFError) as error:
             raise DatasetError(f"{file}: truncated or corrupt: {error}") from None
 
-    def _fail(self, name: str, problem: str) -> None:
+    def _fail(self, name: str, problem: str) -> NoReturn:
         raise DatasetError(f"{self.path / (name + '.npy')}: {problem}")
 
     def _check_structure(self) -> None:
@@ -219,11 +310,11 @@ class Shard:
         for name, dtype in expected.items():
             if getattr(self, name).dtype != dtype:
                 self._fail(name, f"dtype {getattr(self, name).dtype}, expected {np.dtype(dtype)}")
-        count = self.meta.get("count")
         if self.states.ndim != 2 or self.states.shape[1] != STATE_LENGTH:
             self._fail("states", f"shape {self.states.shape}, expected [P, {STATE_LENGTH}]")
-        if len(self.states) != count:
-            self._fail("states", f"{len(self.states)} positions, meta.json says {count}")
+        count = len(self.states)
+        if count != self.meta.get("count"):
+            self._fail("states", f"{count} positions, meta.json says {self.meta.get('count')}")
         if self.offsets.shape != (count + 1,):
             self._fail("offsets", f"shape {self.offsets.shape}, expected ({count + 1},)")
         total = self.meta.get("action_values")
@@ -247,16 +338,35 @@ class Shard:
 
     @property
     def num_action_values(self) -> int:
-        return len(self.moves)
+        return int(self.offsets[-1])
 
     def __getitem__(self, index: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(state int64[77], move_ids int64[n], wins float32[n]) of position ``index``."""
         start, stop = self.offsets[index], self.offsets[index + 1]
+        state = np.array(self.states[index], dtype=np.int64)
+        if self.compact:
+            if not self._have_moves[index]:
+                self._recompute_moves(index, state, start, stop)
+            return state, self.moves[start:stop].astype(np.int64), self._wins(start, stop)
         return (
-            np.array(self.states[index], dtype=np.int64),
+            state,
             np.array(self.moves[start:stop], dtype=np.int64),
             np.array(self.wins[start:stop], dtype=np.float32),
         )
+
+    def _recompute_moves(self, index: int, state: np.ndarray, start: int, stop: int) -> None:
+        """A v2 row's move ids follow from its position (python-chess generation order)."""
+        moves = compact.move_ids_of(compact.board_of_tokens(state))
+        if len(moves) != stop - start:
+            raise DatasetError(
+                f"{self.path}: row {index} has {len(moves)} legal moves, "
+                f"the shard stores {stop - start} values (corrupt shard)"
+            )
+        self.moves[start:stop] = moves
+        self._have_moves[index] = True
+
+    def _wins(self, start: int, stop: int) -> np.ndarray:
+        return compact.dequantise(self.values[start:stop])
 
     def __iter__(self) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
         return (self[i] for i in range(len(self)))
@@ -316,18 +426,23 @@ class AnnotatedDataset:
         return next(iter(manifests.values())) if len(manifests) == 1 else manifests
 
     def _build_index(self) -> tuple[np.ndarray, np.ndarray]:
-        shard_index, row_index = [], []
+        """(shard, row) of each chosen position. A position stored twice (directories made on
+        several hosts, ``generate --shard K/N``) is read once: its first occurrence."""
+        shard_index, row_index, hashes = [], [], []
         for s, shard in enumerate(self.shards):
+            keys = np.ascontiguousarray(shard.states[:, :KEY_LENGTH])
+            shard_hashes = np.fromiter((_hash64(k.tobytes()) for k in keys), np.uint64, len(keys))
             rows = np.arange(len(shard))
             if self.split != "all":
-                keys = np.ascontiguousarray(shard.states[:, :KEY_LENGTH])
-                val = np.fromiter(
-                    (_hash_percent(k.tobytes()) < self.val_percent for k in keys), bool, len(keys)
-                )
+                val = (shard_hashes % 1_000_000) / 10_000 < self.val_percent
                 rows = rows[val] if self.split == "val" else rows[~val]
             shard_index.append(np.full(len(rows), s, dtype=np.int32))
             row_index.append(rows)
-        return np.concatenate(shard_index), np.concatenate(row_index)
+            hashes.append(shard_hashes[rows])
+        all_hashes = np.concatenate(hashes)
+        _, first = np.unique(all_hashes, return_index=True)
+        keep = np.sort(first)
+        return np.concatenate(shard_index)[keep], np.concatenate(row_index)[keep]
 
     def __len__(self) -> int:
         return len(self._row_index)

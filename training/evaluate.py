@@ -12,17 +12,17 @@ over its legal moves, with Stockfish's win probabilities as the truth:
   side all ties). τ-b counts each pair of moves as concordant or discordant and corrects for
   ties in either ranking: τ_b = (C − D) / sqrt((n₀ − n₁)(n₀ − n₂)), n₀ = n(n−1)/2, n₁ / n₂ the
   pairs tied in the model's / Stockfish's values.
-* **log loss**: mean cross-entropy (nats per action value) of the HL-Gauss target (σ = 0.75 bin,
-  the training target) under the model's bin distribution; ``log_loss_one_hot`` is the
-  negative log-probability of the bin that holds Stockfish's value.
+* **log loss**: mean cross-entropy (nats per action value) of the HL-Gauss target (the
+  training target, σ = ``HL_GAUSS_SIGMA`` bin widths) under the model's bin distribution;
+  ``log_loss_one_hot`` is the negative log-probability of the bin that holds Stockfish's value.
 
-On Lichess puzzles (``--puzzles``, REFERENCE.md §4): the FEN is before the opponent's move,
+On Lichess puzzles (``--puzzles``, Lichess puzzle format): the FEN is before the opponent's move,
 the first move of ``Moves`` is the opponent's; then the engine must find every one of its
 moves in the line, the opponent's replies coming from the line. A move that checkmates is
 always correct (and ends the puzzle). Accuracy is reported overall and per rating band.
 
-The default puzzle file is ``../shared/data/puzzles-dev.csv`` beside the repository, the dev
-set, used for evaluation only (training excludes its positions).
+The default puzzle file is the dev set shipped in ``arena/data/puzzles-dev.csv`` (the
+``DEV_PUZZLES`` constant), used for evaluation only (training excludes its positions).
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ import argparse
 import csv
 import json
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -39,38 +39,14 @@ import chess
 import numpy as np
 from tqdm import tqdm
 
-from engine.inference import PAD_MOVE, Scorer
-from engine.model_file import REPO_ROOT
-from engine.values import expected_win
+from oneply.arena import DEV_PUZZLES
+from oneply.engine.inference import PAD_MOVE, MoveScore, MoveScorer, Scorer
+from oneply.engine.values import BEST_TOLERANCE, expected_win, hl_gauss, value_to_bin
 
-DEFAULT_PUZZLES = REPO_ROOT.parent / "shared" / "data" / "puzzles-dev.csv"
-BEST_TOLERANCE = 1e-4
 BANDS = ((0, 1000), (1000, 1500), (1500, 2000), (2000, 2500), (2500, 10_000))
-SIGMA_BINS = 0.75
 
 
 # --------------------------------------------------------------------------- metrics
-
-
-def erf(x: np.ndarray) -> np.ndarray:
-    """Error function, Abramowitz & Stegun 7.1.26 (|error| < 1.5e-7); numpy has none and
-    scipy is not a dependency."""
-    x = np.asarray(x, dtype=np.float64)
-    t = 1.0 / (1.0 + 0.3275911 * np.abs(x))
-    poly = t * (
-        0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429)))
-    )
-    return np.sign(x) * (1.0 - poly * np.exp(-x * x))
-
-
-def hl_gauss(wins: np.ndarray, num_bins: int, sigma: float = SIGMA_BINS) -> np.ndarray:
-    """HL-Gauss target distributions [..., K], as in training (see training/fit.py)."""
-    edges = np.linspace(0.0, 1.0, num_bins + 1)
-    cdf = erf(
-        (edges - np.asarray(wins, dtype=np.float64)[..., None]) / (sigma / num_bins * math.sqrt(2))
-    )
-    mass = np.diff(cdf, axis=-1)
-    return mass / mass.sum(axis=-1, keepdims=True)
 
 
 def kendall_tau_b(x: np.ndarray, y: np.ndarray) -> float:
@@ -113,7 +89,7 @@ class PositionScores:
         num_bins = log_probs.shape[-1]
         self.values += len(wins)
         self.log_loss -= float(np.sum(hl_gauss(wins, num_bins) * log_probs))
-        bins = np.searchsorted(np.linspace(0, 1, num_bins + 1)[1:-1], wins, side="left")
+        bins = value_to_bin(wins, num_bins)
         self.log_loss_one_hot -= float(np.sum(log_probs[np.arange(len(wins)), bins]))
 
     def result(self) -> dict:
@@ -127,7 +103,9 @@ class PositionScores:
         }
 
 
-def batches(dataset, limit: int | None, size: int) -> Iterator[tuple[np.ndarray, ...]]:
+def batches(
+    dataset, limit: int | None, size: int
+) -> Iterator[tuple[np.ndarray, np.ndarray, list[np.ndarray]]]:
     """(states [B, 77], padded move ids [B, N], per-position wins) of the dataset, in order."""
     count = len(dataset) if limit is None else min(limit, len(dataset))
     for start in range(0, count, size):
@@ -202,17 +180,33 @@ class PuzzleRun:
             self.index += 2
 
 
-def solve_puzzles(scorer: Scorer, puzzles: list[Puzzle], batch: int = 64) -> list[bool]:
-    """Whether the engine (plain argmax) solves each puzzle; all open puzzles of a chunk are
-    scored in one onnxruntime call per move."""
-    results = []
-    for start in tqdm(range(0, len(puzzles), batch), desc="puzzles", unit="batch", leave=False):
+#: how the engine picks its move from the scored legal moves (best first) of a board
+Chooser = Callable[[chess.Board, list[MoveScore]], chess.Move]
+
+
+def argmax_choice(board: chess.Board, scores: list[MoveScore]) -> chess.Move:
+    return scores[0].move
+
+
+def solve_puzzles(
+    scorer: MoveScorer,
+    puzzles: list[Puzzle],
+    batch: int = 64,
+    progress: bool = True,
+    choose: Chooser = argmax_choice,
+) -> list[bool]:
+    """Whether the engine solves each puzzle, picking moves with ``choose`` (plain argmax by
+    default; the strength suite passes the full move policy); all open puzzles of a chunk are
+    scored in one call per move. Any MoveScorer will do (training checks its torch model)."""
+    results: list[bool] = []
+    chunks = range(0, len(puzzles), batch)
+    for start in tqdm(chunks, desc="puzzles", unit="batch", leave=False, disable=not progress):
         runs = [PuzzleRun(p) for p in puzzles[start : start + batch]]
         while open_runs := [r for r in runs if r.solved is None]:
             for run_, scores in zip(
                 open_runs, scorer.score_many([r.board for r in open_runs]), strict=True
             ):
-                run_.play(scores[0].move)
+                run_.play(choose(run_.board, scores))
         results.extend(bool(r.solved) for r in runs)
     return results
 
@@ -236,7 +230,7 @@ def puzzle_report(puzzles: list[Puzzle], solved: list[bool]) -> dict:
     return {"count": len(puzzles), "accuracy": sum(solved) / max(1, len(solved)), "bands": bands}
 
 
-def evaluate_puzzles(scorer: Scorer, path: Path, limit: int | None = None) -> dict:
+def evaluate_puzzles(scorer: MoveScorer, path: Path, limit: int | None = None) -> dict:
     puzzles = read_puzzles(path, limit)
     return {"file": str(path), **puzzle_report(puzzles, solve_puzzles(scorer, puzzles))}
 
@@ -248,7 +242,7 @@ def evaluate_model(
     model: str | Path,
     data: list[str | Path] | None = None,
     split: str = "val",
-    puzzles: str | Path | None = DEFAULT_PUZZLES,
+    puzzles: str | Path | None = DEV_PUZZLES,
     limit: int | None = None,
     puzzle_limit: int | None = None,
     val_percent: float = 5.0,
@@ -258,7 +252,7 @@ def evaluate_model(
     scorer = Scorer(model, threads=threads)
     report: dict = {"model": str(model), "model_info": scorer.info.describe()}
     if data:
-        from training.dataset import AnnotatedDataset
+        from oneply.training.dataset import AnnotatedDataset
 
         dataset = AnnotatedDataset(list(data), split=split, val_percent=val_percent)
         report["data"] = {"roots": [str(d) for d in data], "split": split}
@@ -305,7 +299,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--val-percent", type=float, default=5.0)
     parser.add_argument("--limit", type=int, default=None, help="at most N annotated positions")
     parser.add_argument(
-        "--puzzles", default=str(DEFAULT_PUZZLES), help="Lichess puzzle CSV (default: dev set)"
+        "--puzzles", default=str(DEV_PUZZLES), help="Lichess puzzle CSV (default: dev set)"
     )
     parser.add_argument("--no-puzzles", action="store_true")
     parser.add_argument(

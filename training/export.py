@@ -1,6 +1,6 @@
 """`oneply export CHECKPOINT -o FILE.onnx`: a training checkpoint → one ONNX model file.
 
-A checkpoint (written by training/fit.py) is a torch.save'd dict with at least
+A checkpoint (written by training/checkpoints.py) is a torch.save'd dict with at least
 ``config`` (ModelConfig fields), ``preset``, ``model`` (state_dict) and optionally ``ema``
 (the EMA state_dict, exported in preference), ``summary`` and ``metrics`` (dicts copied into
 the ONNX metadata).
@@ -16,18 +16,35 @@ from pathlib import Path
 import numpy as np
 import onnx
 
-from engine.graph import build_model, quantize_int8
-from engine.model_file import ModelInfo
+from oneply.engine.errors import CommandError
+from oneply.engine.graph import build_model, quantize_int8
+from oneply.engine.model_file import ModelInfo
+
+
+def _linear_weights(model) -> set[str]:
+    """Names of the Linear weights: torch stores them [out, in], the ONNX graph [in, out]."""
+    from torch import nn
+
+    return {f"{name}.weight" for name, m in model.named_modules() if isinstance(m, nn.Linear)}
 
 
 def onnx_weights(model) -> dict[str, np.ndarray]:
     """A model's parameters under their ONNX names, Linear weights transposed to [in, out]."""
-    from torch import nn
-
-    linear = {f"{name}.weight" for name, m in model.named_modules() if isinstance(m, nn.Linear)}
+    linear = _linear_weights(model)
     return {
         name: (t.T if name in linear else t).detach().float().cpu().numpy()
         for name, t in model.state_dict().items()
+    }
+
+
+def torch_weights(model, weights: dict[str, np.ndarray]) -> dict:
+    """The inverse of :func:`onnx_weights`: ONNX initializers → a state_dict for `model`."""
+    import torch
+
+    linear = _linear_weights(model)
+    return {
+        name: torch.from_numpy(np.array(w.T if name in linear else w))  # owned, writable
+        for name, w in weights.items()
     }
 
 
@@ -55,8 +72,21 @@ def export_model(
         metrics=metrics or {},
     )
     proto = build_model(
-        onnx_weights(model), layout, config.heads, config.layers, info.to_metadata()
+        onnx_weights(model),
+        layout,
+        config.heads,
+        config.layers,
+        info.to_metadata(),
+        mirror=config.mirror,
     )
+    return save_model(proto, path, info, int8)
+
+
+def save_model(
+    proto: onnx.ModelProto, path: str | os.PathLike, info: ModelInfo, int8: bool
+) -> ModelInfo:
+    """Write a built model as fp32, or dynamically quantized to int8; returns its metadata
+    (shared by `oneply export` and `oneply import-dm`)."""
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     if not int8:
         onnx.save(proto, str(path))
@@ -72,7 +102,7 @@ def load_checkpoint_model(path: str | os.PathLike, use_ema: bool = True):
     """(model, checkpoint dict) from a checkpoint file, with EMA weights when present."""
     import torch
 
-    from training.model import ActionValueModel, ModelConfig
+    from oneply.training.model import ActionValueModel, ModelConfig
 
     checkpoint = torch.load(path, map_location="cpu", weights_only=False)
     model = ActionValueModel(ModelConfig(**checkpoint["config"]))
@@ -102,10 +132,10 @@ def untrained_model(preset: str, seed: int = 0):
     """A freshly initialised model of a size preset, for placeholders and tests."""
     import torch
 
-    from training.model import PRESETS, ActionValueModel
+    from oneply.training.model import PRESETS, ActionValueModel
 
     if preset not in PRESETS:
-        raise SystemExit(f"unknown preset {preset!r}; choose from {', '.join(PRESETS)}")
+        raise CommandError(f"unknown preset {preset!r}; choose from {', '.join(PRESETS)}")
     torch.manual_seed(seed)
     return ActionValueModel(PRESETS[preset]).eval()
 

@@ -1,7 +1,7 @@
 """The action-value transformer, in two attention layouts that share one set of weights.
 
 Input: a position's 77 state tokens and N candidate move ids. Output: for each move, log-probs
-over K win-probability bins (REFERENCE.md §3-4).
+over K win-probability bins (docs/FORMAT.md §3-4).
 
 ``per_move`` (the paper's layout): one 79-token sequence [BOS, 77 state tokens, move] per
 move, full attention, value read at the move token. N moves cost N sequences.
@@ -11,7 +11,22 @@ tokens, so the state is encoded once; each move token attends to the state token
 so its value never depends on the other moves. Cost ≈ (78 + N) tokens instead of 79·N.
 
 Every move token sits at position 78 in both layouts, which is why one set of weights serves
-both. Parameter names are the ONNX initializer names (see engine/graph.py), Linear weights
+both.
+
+The move token (``move_features``): besides its opaque id embedding, it gets embeddings of its
+from-square, to-square and promotion piece, plus — through one linear map each — the embedding
+of the state tokens standing on its from- and to-squares (what it moves and what it takes).
+Without them the network must discover board geometry from 1968 unrelated ids before it can
+learn any chess, which takes far more samples than a CPU can afford; with them a move "knows"
+the squares it touches from the first step. It is all computed inside the graph from the same
+inputs (state tokens, move ids), so the ONNX contract is unchanged.
+
+With ``mirror`` the network sees every position from the side to move: where black is to move,
+the state tokens and move ids are replaced by those of the colour-flipped twin (white to move,
+engine/mirror.py) before anything else, so one set of patterns serves both colours. Each move
+keeps its slot, so the output still lines up with the real moves.
+
+Parameter names are the ONNX initializer names (see engine/graph.py), Linear weights
 transposed.
 """
 
@@ -19,14 +34,29 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
+from typing import cast
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from engine.moves import NUM_MOVES
-from engine.tokenizer import STATE_LENGTH, VOCAB_SIZE
-from engine.values import NUM_BINS
+from oneply.engine.mirror import (
+    BLACK_TOKEN,
+    CASTLING_BIT,
+    MIRROR_MOVE,
+    STATE_MAP_FLAT,
+    STATE_MAP_OFFSET,
+    STATE_SOURCE,
+)
+from oneply.engine.moves import (
+    MOVE_FROM,
+    MOVE_PROMOTION,
+    MOVE_TO,
+    NUM_MOVES,
+    NUM_PROMOTIONS,
+)
+from oneply.engine.tokenizer import FIELDS, SQUARE_TOKEN, STATE_LENGTH, VOCAB_SIZE
+from oneply.engine.values import NUM_BINS
 
 LAYOUTS = ("shared", "per_move")
 PREFIX = STATE_LENGTH + 1  # BOS + state tokens
@@ -40,6 +70,14 @@ class ModelConfig:
     width: int
     num_bins: int = NUM_BINS
     widening: int = 4
+    #: square, promotion and piece features on the move token (False: the id alone, format 1)
+    move_features: bool = False
+    #: with move_features: the state tokens on the move's squares too (False: squares only; an
+    #: ablation of the sample-efficiency table, not a shipped variant)
+    piece_features: bool = True
+    #: the board seen from the side to move (mirrored for black), done inside the graph from the
+    #: same inputs (engine/mirror.py; files that use it are format version 3)
+    mirror: bool = False
 
     @property
     def head_dim(self) -> int:
@@ -50,11 +88,11 @@ class ModelConfig:
 
 
 PRESETS: dict[str, ModelConfig] = {
-    "tiny": ModelConfig(layers=2, heads=2, width=32),
-    "small": ModelConfig(layers=4, heads=4, width=128),
-    "9m": ModelConfig(layers=8, heads=8, width=256),
-    "136m": ModelConfig(layers=8, heads=8, width=1024),
-    "270m": ModelConfig(layers=16, heads=8, width=1024),
+    "tiny": ModelConfig(layers=2, heads=2, width=32, move_features=True),
+    "small": ModelConfig(layers=4, heads=4, width=128, move_features=True),
+    "9m": ModelConfig(layers=8, heads=8, width=256, move_features=True),
+    "136m": ModelConfig(layers=8, heads=8, width=1024, move_features=True),
+    "270m": ModelConfig(layers=16, heads=8, width=1024, move_features=True),
 }
 
 
@@ -115,6 +153,18 @@ class Block(nn.Module):
 
 
 class ActionValueModel(nn.Module):
+    # buffers (register_buffer), declared for the type checker; only with move_features
+    move_from: torch.Tensor
+    move_to: torch.Tensor
+    move_promotion: torch.Tensor
+    square_token: torch.Tensor
+    # only with mirror (engine/mirror.py)
+    castling_bit: torch.Tensor
+    state_source: torch.Tensor
+    state_map: torch.Tensor
+    state_map_offset: torch.Tensor
+    mirror_move: torch.Tensor
+
     def __init__(self, config: ModelConfig):
         super().__init__()
         self.config = config
@@ -122,7 +172,31 @@ class ActionValueModel(nn.Module):
         self.state_embed = nn.Embedding(VOCAB_SIZE, d)
         self.move_embed = nn.Embedding(NUM_MOVES, d)
         self.bos = nn.Parameter(torch.zeros(d))
-        self.pos_embed = nn.Parameter(torch.zeros(SEQ_LENGTH, d))
+        # initialised like the embeddings: at zero every position looks the same at the start
+        self.pos_embed = nn.Parameter(torch.randn(SEQ_LENGTH, d) * 0.02)
+        if config.move_features:
+            self.from_embed = nn.Embedding(64, d)
+            self.to_embed = nn.Embedding(64, d)
+            self.promo_embed = nn.Embedding(NUM_PROMOTIONS, d)
+            if config.piece_features:
+                self.from_piece = nn.Linear(d, d, bias=False)
+                self.to_piece = nn.Linear(d, d, bias=False)
+            for name, table in (
+                ("move_from", MOVE_FROM),
+                ("move_to", MOVE_TO),
+                ("move_promotion", MOVE_PROMOTION),
+                ("square_token", SQUARE_TOKEN),
+            ):
+                self.register_buffer(name, torch.as_tensor(table), persistent=False)
+        if config.mirror:
+            for name, table in (
+                ("castling_bit", CASTLING_BIT),
+                ("state_source", STATE_SOURCE),
+                ("state_map", STATE_MAP_FLAT),
+                ("state_map_offset", STATE_MAP_OFFSET),
+                ("mirror_move", MIRROR_MOVE),
+            ):
+                self.register_buffer(name, torch.as_tensor(table), persistent=False)
         self.blocks = nn.ModuleList(Block(config) for _ in range(config.layers))
         self.final_ln = nn.LayerNorm(d)
         self.head = nn.Linear(d, config.num_bins)
@@ -143,29 +217,63 @@ class ActionValueModel(nn.Module):
     def num_parameters(self) -> int:
         return sum(p.numel() for p in self.parameters())
 
+    def _mirror(
+        self, state: torch.Tensor, moves: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Rows with black to move → the colour-flipped position and moves (engine/mirror.py);
+        white rows unchanged. Padded slots of black rows get a real id: their output is ignored
+        as before."""
+        code = self.castling_bit[state[:, FIELDS["castling"]]].sum(1, keepdim=True)
+        extended = torch.cat([state, code], dim=1)
+        flipped = self.state_map[extended[:, self.state_source] + self.state_map_offset]
+        black = state[:, FIELDS["side"]] == BLACK_TOKEN  # [B, 1]
+        flipped_moves = self.mirror_move[moves.clamp(min=0)]
+        return torch.where(black, flipped, state), torch.where(black, flipped_moves, moves)
+
     def _state(self, state: torch.Tensor) -> torch.Tensor:
         """[B, 77] tokens → [B, 78, D] embedded BOS + state, with positions."""
         bos = self.bos.expand(state.shape[0], 1, -1)
         return torch.cat([bos, self.state_embed(state)], dim=1) + self.pos_embed[:PREFIX]
 
-    def _moves(self, moves: torch.Tensor) -> torch.Tensor:
+    def _moves(self, state: torch.Tensor, moves: torch.Tensor) -> torch.Tensor:
         """[B, N] move ids (negative = padding) → [B, N, D] embedded moves at position 78."""
-        return self.move_embed(moves.clamp(min=0)) + self.pos_embed[PREFIX]
+        ids = moves.clamp(min=0)
+        x = self.move_embed(ids) + self.pos_embed[PREFIX]
+        if not self.config.move_features:
+            return x
+        start, end = self.move_from[ids], self.move_to[ids]
+        x = x + self.from_embed(start) + self.to_embed(end)
+        x = x + self.promo_embed(self.move_promotion[ids])
+        if not self.config.piece_features:
+            return x
+        on_start = state.gather(1, self.square_token[start])  # [B, N] token on the from-square
+        on_end = state.gather(1, self.square_token[end])
+        return (
+            x
+            + self.from_piece(self.state_embed(on_start))
+            + self.to_piece(self.state_embed(on_end))
+        )
+
+    def _layers(self) -> list[Block]:
+        """The blocks, typed (iterating a ModuleList yields plain Modules)."""
+        return [cast(Block, block) for block in self.blocks]
 
     def forward(self, state: torch.Tensor, moves: torch.Tensor, layout: str = "shared"):
         """Log-probabilities [B, N, K] for every (position, move) pair.
 
         Padded move slots (id < 0) produce values that callers must ignore.
         """
+        if self.config.mirror:
+            state, moves = self._mirror(state, moves)
         if layout == "shared":
-            xs, xm = self._state(state), self._moves(moves)
-            for block in self.blocks:
+            xs, xm = self._state(state), self._moves(state, moves)
+            for block in self._layers():
                 xs, xm = block.forward_shared(xs, xm)
         elif layout == "per_move":
             b, n = moves.shape
             xs = self._state(state).unsqueeze(1).expand(b, n, PREFIX, -1).reshape(b * n, PREFIX, -1)
-            x = torch.cat([xs, self._moves(moves).reshape(b * n, 1, -1)], dim=1)
-            for block in self.blocks:
+            x = torch.cat([xs, self._moves(state, moves).reshape(b * n, 1, -1)], dim=1)
+            for block in self._layers():
                 x = block.forward_full(x)
             xm = x[:, -1].reshape(b, n, -1)
         else:

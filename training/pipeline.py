@@ -24,9 +24,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from engine.model_file import REPO_ROOT
-
-DEFAULT_PUZZLES = REPO_ROOT.parent / "shared" / "data" / "puzzles-dev.csv"
+from oneply.arena import DEV_PUZZLES
+from oneply.engine.errors import CommandError
 
 
 @dataclass(frozen=True)
@@ -60,7 +59,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--val-percent", type=float, default=5.0)
-    parser.add_argument("--puzzles", type=Path, default=DEFAULT_PUZZLES, help="eval puzzle CSV")
+    parser.add_argument("--puzzles", type=Path, default=DEV_PUZZLES, help="eval puzzle CSV")
     parser.add_argument("--puzzle-limit", type=int, help="evaluate on at most N puzzles")
     parser.add_argument("--eval-limit", type=int, help="evaluate on at most N val positions")
     parser.add_argument("--quiet", action="store_true", help="no training progress bar")
@@ -76,7 +75,9 @@ def _call(module, argv: list[str]) -> None:
     """Run a step module's own command line in this process; stop the pipeline if it fails."""
     code = int(module.run(_step_args(module, argv)) or 0)
     if code:
-        raise SystemExit(f"oneply train all: step {module.__name__} failed (exit {code})")
+        raise CommandError(
+            f"oneply train all: step {module.__name__} failed (exit {code})", exit_code=code
+        )
 
 
 def _banner(text: str) -> None:
@@ -91,7 +92,7 @@ def _line_count(path: Path) -> int:
 
 
 def make_positions(out: Path, count: int, args: argparse.Namespace) -> Path:
-    from training import positions
+    from oneply.training import positions
 
     path = out / "positions.txt"
     _banner(f"positions: {path}")
@@ -99,6 +100,7 @@ def make_positions(out: Path, count: int, args: argparse.Namespace) -> Path:
         print(f"skip: {path} holds {_line_count(path)} positions (>= {count})")
         return path
     argv = ["--out", str(path), "--count", str(count), "--seed", str(args.seed)]
+    argv += ["--exclude", str(args.puzzles)]  # the puzzles fit excludes and eval solves
     _call(positions, argv + ["--workers", str(args.workers)])
     return path
 
@@ -118,7 +120,7 @@ def annotation_complete(shards: Path, positions: int, depth: int) -> bool:
 
 
 def annotate(out: Path, positions_file: Path, args: argparse.Namespace) -> Path:
-    from training import annotate as annotate_module
+    from oneply.training import annotate as annotate_module
 
     shards = out / "annotated"
     _banner(f"annotate: {shards}")
@@ -131,14 +133,16 @@ def annotate(out: Path, positions_file: Path, args: argparse.Namespace) -> Path:
 
 
 def fit(out: Path, shards: Path, scale: Scale, args: argparse.Namespace) -> Path:
-    from training import fit as fit_module
-    from training.dataset import AnnotatedDataset
+    from oneply.training import fit as fit_module
+    from oneply.training.checkpoints import saved_step
+    from oneply.training.config import CHECKPOINT
+    from oneply.training.dataset import AnnotatedDataset
 
     train_dir = out / "train"
     _banner(f"fit: {train_dir}")
     steps = args.steps or scale.steps
-    checkpoint = train_dir / fit_module.CHECKPOINT
-    if checkpoint.exists() and fit_module.saved_step(checkpoint) >= steps:
+    checkpoint = train_dir / CHECKPOINT
+    if checkpoint.exists() and saved_step(checkpoint) >= steps:
         print(f"skip: {checkpoint} has trained {steps} steps")
         return checkpoint
     train_positions = len(AnnotatedDataset(shards, split="train", val_percent=args.val_percent))
@@ -149,7 +153,7 @@ def fit(out: Path, shards: Path, scale: Scale, args: argparse.Namespace) -> Path
     argv += ["--val-percent", str(args.val_percent), "--eval-every", every]
     argv += ["--checkpoint-every", every, "--log-every", str(max(1, min(10, steps // 10)))]
     argv += ["--warmup", str(min(100, max(1, steps // 10)))]
-    argv += ["--exclude-puzzles"] + ([str(args.puzzles)] if args.puzzles.exists() else [])
+    argv += ["--exclude-puzzles", str(args.puzzles), "--puzzles", str(args.puzzles)]
     _call(fit_module, argv + (["--quiet"] if args.quiet else []))
     return checkpoint
 
@@ -158,8 +162,8 @@ def export_and_evaluate(
     out: Path, checkpoint_path: Path, shards: Path, args: argparse.Namespace
 ) -> tuple[Path, Path]:
     """Export the EMA weights, evaluate them, and export again with the metrics embedded."""
-    from training.evaluate import evaluate_model, format_report
-    from training.export import export_model, load_checkpoint_model
+    from oneply.training.evaluate import evaluate_model, format_report
+    from oneply.training.export import export_model, load_checkpoint_model
 
     model_path, report_path = out / "model.onnx", out / "report.json"
     _banner(f"export + eval: {model_path}")
@@ -175,12 +179,11 @@ def export_and_evaluate(
     options = {"preset": checkpoint["preset"], "layout": args.layout, "training": summary}
     draft = out / ".model.unevaluated.onnx"
     export_model(model, draft, **options)
-    puzzles = args.puzzles if args.puzzles.exists() else None
     evaluation = evaluate_model(
         draft,
         data=[shards],
         split="val",
-        puzzles=puzzles,
+        puzzles=args.puzzles,
         limit=args.eval_limit,
         puzzle_limit=args.puzzle_limit,
         val_percent=args.val_percent,
@@ -222,6 +225,9 @@ def embedded_metrics(evaluation: dict, training_val: dict) -> dict:
 
 
 def run(args: argparse.Namespace) -> int:
+    if not args.puzzles.is_file():
+        print(f"oneply train all: puzzle file {args.puzzles} not found", file=sys.stderr)
+        return 2
     scale = SCALES[args.preset]
     out = args.out or Path("runs") / args.preset
     out.mkdir(parents=True, exist_ok=True)

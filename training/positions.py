@@ -3,7 +3,7 @@
 No game database is reachable offline, so games are made here. Each game:
 
 1. starts from an opening: a weighted random walk of random length through a polyglot book
-   (REFERENCE.md §6), a random prefix of an ECO line (eco.pgn), or a few random moves;
+   (Debian ``gnuchess-book``), a random prefix of an ECO line (eco.pgn), or a few random moves;
 2. continues by Stockfish self-play at a low node budget, each side with its own style:
    Stockfish's ``Skill Level`` 0–20 (weak levels blunder like humans do), or sampling among
    the top MultiPV moves by a softmax over their win probabilities; plus a per-game share of
@@ -14,7 +14,7 @@ No game database is reachable offline, so games are made here. Each game:
 Positions are unique across the whole file by their first four FEN fields (board, side,
 castling, en passant): the paper's "unique sampler" was worth 33 puzzle points. Evaluation
 positions are never emitted: every position along every puzzle line in the ``--exclude`` CSVs
-(default ``../shared/data/puzzles-dev.csv`` beside the repository), before and after each
+(default: the shipped dev set, ``oneply.arena.DEV_PUZZLES``), before and after each
 move, is excluded.
 
 The output is one FEN per line. Whole games are appended and flushed at once, so a killed run
@@ -30,16 +30,14 @@ else an *opening* while the fullmove number is at most 12, else a *middlegame*.
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import math
-import multiprocessing as mp
 import os
 import random
 import sys
 import time
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Generator, Iterable, Iterator
 from contextlib import closing
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -50,17 +48,19 @@ import chess.pgn
 import chess.polyglot
 from tqdm import tqdm
 
-from engine.values import cp_to_win
-from training.workers import sigterm_as_interrupt
+from oneply.arena import DEV_PUZZLES
+from oneply.engine.stockfish import LOOKUP_TEXT, StockfishNotFound, require_stockfish
+from oneply.engine.tokenizer import tokenize
+from oneply.engine.values import score_to_win
+from oneply.training.dataset import DatasetError, puzzle_keys
+from oneply.training.dataset import position_key as dataset_key
+from oneply.training.workers import sigterm_as_interrupt, worker_pool
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
-DEFAULT_EXCLUDE = REPO_ROOT.parent / "shared/data/puzzles-dev.csv"
 DEFAULT_BOOKS = (
     Path("/usr/share/games/gnuchess/book.bin"),
     Path("/usr/share/pychess/pychess_book.bin"),
 )
 DEFAULT_ECO = Path("/usr/share/pgn-extract/eco.pgn")
-DEFAULT_STOCKFISH = "/usr/games/stockfish"
 PIECE_MATERIAL = {chess.KNIGHT: 3, chess.BISHOP: 3, chess.ROOK: 5, chess.QUEEN: 9}
 ENDGAME_MATERIAL = 20
 OPENING_FULLMOVES = 12
@@ -75,7 +75,7 @@ class Settings:
     """Everything that shapes the generated games; recorded in the manifest."""
 
     seed: int = 0
-    stockfish: str = DEFAULT_STOCKFISH
+    stockfish: str = ""  # empty: find_stockfish looks for it
     books: tuple[str, ...] = ()
     eco: str | None = None
     min_nodes: int = 1000
@@ -99,29 +99,6 @@ def fen_key(fen: str) -> str:
 
 
 # --------------------------------------------------------------------------- inputs
-
-
-def load_exclusions(paths: Iterable[Path]) -> set[str]:
-    """Keys of every position along every puzzle line: the FEN, then after each move."""
-    keys: set[str] = set()
-    for path in paths:
-        try:
-            with open(path, newline="") as file:
-                rows = list(csv.DictReader(file))
-        except OSError as error:
-            raise PositionsError(f"{path}: cannot read exclusion CSV: {error}") from None
-        if rows and not {"FEN", "Moves"} <= rows[0].keys():
-            raise PositionsError(f"{path}: exclusion CSV needs FEN and Moves columns")
-        for number, row in enumerate(rows, 2):
-            try:
-                board = chess.Board(row["FEN"])
-                keys.add(position_key(board))
-                for uci in row["Moves"].split():
-                    board.push_uci(uci)
-                    keys.add(position_key(board))
-            except ValueError as error:
-                raise PositionsError(f"{path}:{number}: bad puzzle row: {error}") from None
-    return keys
 
 
 def load_eco_lines(path: Path | None) -> list[list[str]]:
@@ -151,6 +128,37 @@ def check_books(paths: Iterable[str]) -> None:
             raise PositionsError(f"{path}: not a readable polyglot book: {error}") from None
 
 
+def play_opening(
+    board: chess.Board,
+    rng: random.Random,
+    books: list[chess.polyglot.MemoryMappedReader],
+    eco_lines: list[list[str]],
+    book_share: float,
+    eco_share: float,
+) -> str:
+    """Push an opening onto ``board`` and return its kind: a weighted random walk of 1–24 plies
+    through a polyglot book, a random prefix (at least half) of an ECO line, or 1–4 random moves.
+    """
+    roll = rng.random()
+    if roll < book_share and books:
+        book = rng.choice(books)
+        for _ in range(rng.randint(1, 24)):
+            entries = list(book.find_all(board))
+            if not entries:
+                break
+            weights = [entry.weight + 1 for entry in entries]
+            board.push(rng.choices(entries, weights)[0].move)
+        return "book"
+    if roll < book_share + eco_share and eco_lines:
+        line = rng.choice(eco_lines)
+        for uci in line[: rng.randint(max(1, len(line) // 2), len(line))]:
+            board.push_uci(uci)
+        return "eco"
+    for _ in range(rng.randint(1, 4)):
+        board.push(rng.choice(list(board.legal_moves)))
+    return "random"
+
+
 # --------------------------------------------------------------------------- one game
 
 
@@ -162,7 +170,9 @@ class GameMaker:
         self.eco_lines = eco_lines
         self.books = [chess.polyglot.open_reader(p) for p in settings.books]
         try:
-            self.engine = chess.engine.SimpleEngine.popen_uci(settings.stockfish)
+            self.engine = chess.engine.SimpleEngine.popen_uci(require_stockfish(settings.stockfish))
+        except StockfishNotFound as error:
+            raise PositionsError(f"cannot start Stockfish: {error}") from None
         except (OSError, chess.engine.EngineError) as error:
             raise PositionsError(
                 f"cannot start Stockfish at {settings.stockfish}: {error}"
@@ -178,24 +188,8 @@ class GameMaker:
     # openings ---------------------------------------------------------------
 
     def _opening(self, board: chess.Board, rng: random.Random) -> str:
-        roll = rng.random()
-        if roll < self.settings.book_share and self.books:
-            book = rng.choice(self.books)
-            for _ in range(rng.randint(1, 24)):
-                entries = list(book.find_all(board))
-                if not entries:
-                    break
-                weights = [entry.weight + 1 for entry in entries]
-                board.push(rng.choices(entries, weights)[0].move)
-            return "book"
-        if roll < self.settings.book_share + self.settings.eco_share and self.eco_lines:
-            line = rng.choice(self.eco_lines)
-            for uci in line[: rng.randint(max(1, len(line) // 2), len(line))]:
-                board.push_uci(uci)
-            return "eco"
-        for _ in range(rng.randint(1, 4)):
-            board.push(rng.choice(list(board.legal_moves)))
-        return "random"
+        s = self.settings
+        return play_opening(board, rng, self.books, self.eco_lines, s.book_share, s.eco_share)
 
     # self-play --------------------------------------------------------------
 
@@ -212,10 +206,13 @@ class GameMaker:
             self.engine.configure({"Skill Level": skill})
             self.skill = skill
         if "skill" in style:
-            return self.engine.play(board, limit).move
+            move = self.engine.play(board, limit).move
+            if move is None:  # only for a finished game, which is never asked about
+                raise chess.engine.EngineError(f"Stockfish found no move in {board.fen()}")
+            return move
         infos = self.engine.analyse(board, limit, multipv=style["multipv"])
         infos = [i for i in infos if i.get("pv") and "score" in i]
-        wins = [_win(i["score"].relative) for i in infos]
+        wins = [score_to_win(i["score"].relative) for i in infos]
         top = max(wins)
         weights = [math.exp((w - top) / style["temperature"]) for w in wins]
         return rng.choices(infos, weights)[0]["pv"][0]
@@ -249,12 +246,6 @@ class GameMaker:
             sampled.append(board.fen())
 
 
-def _win(score: chess.engine.Score) -> float:
-    if score.is_mate():
-        return 1.0 if score.mate() > 0 else 0.0
-    return float(cp_to_win(score.score()))
-
-
 def _finished(board: chess.Board) -> bool:
     return board.is_game_over() or board.can_claim_fifty_moves() or board.is_repetition(3)
 
@@ -282,7 +273,7 @@ def _worker_game(index: int) -> tuple[list[str], str]:
 
 def generate_games(
     settings: Settings, eco_lines: list[list[str]], workers: int, session: int
-) -> Iterator[tuple[list[str], str]]:
+) -> Generator[tuple[list[str], str], None, None]:
     """An endless stream of games, from one process or a pool of ``workers``."""
     if workers <= 1:
         maker = GameMaker(settings, eco_lines)
@@ -294,13 +285,8 @@ def generate_games(
         finally:
             maker.close()
         return
-    context = mp.get_context("spawn")
-    pool = context.Pool(workers, _init_worker, (settings, eco_lines, session))
-    try:
+    with worker_pool(workers, _init_worker, (settings, eco_lines, session)) as pool:
         yield from pool.imap_unordered(_worker_game, _count())
-    finally:
-        pool.terminate()
-        pool.join()
 
 
 def _count() -> Iterator[int]:
@@ -414,9 +400,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--exclude",
         type=Path,
         action="append",
-        help=f"puzzle CSV never to emit positions of (repeatable; default {DEFAULT_EXCLUDE})",
+        help=f"puzzle CSV never to emit positions of (repeatable; default {DEV_PUZZLES})",
     )
-    parser.add_argument("--stockfish", default=DEFAULT_STOCKFISH)
+    parser.add_argument(
+        "--stockfish", default="", help=f"Stockfish binary (default: {LOOKUP_TEXT})"
+    )
     parser.add_argument("--min-nodes", type=int, default=1000, help="self-play node budget, low")
     parser.add_argument("--max-nodes", type=int, default=5000, help="self-play node budget, high")
     parser.add_argument("--sample-rate", type=float, default=0.3, help="share of plies kept")
@@ -458,8 +446,11 @@ def run(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     settings = _settings(args)
-    exclude = args.exclude or ([DEFAULT_EXCLUDE] if DEFAULT_EXCLUDE.exists() else [])
-    excluded = load_exclusions(exclude)
+    exclude = args.exclude or [DEV_PUZZLES]
+    try:
+        excluded = puzzle_keys(exclude)
+    except DatasetError as error:
+        raise PositionsError(str(error)) from None
     eco_lines = load_eco_lines(Path(settings.eco) if settings.eco else None)
     existing = read_existing(args.out)
     seen = {fen_key(f) for f in existing}
@@ -528,12 +519,13 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _fresh(fens: list[str], seen: set[str], excluded: set[str], stats: Counter) -> list[str]:
-    """The FENs of a game that are neither known, excluded, nor repeated within the game."""
+def _fresh(fens: list[str], seen: set[str], excluded: set[bytes], stats: Counter) -> list[str]:
+    """The FENs of a game that are neither known, excluded (dataset.puzzle_keys), nor repeated
+    within the game."""
     fresh, keys = [], set()
     for fen in fens:
         key = fen_key(fen)
-        if key in excluded:
+        if dataset_key(tokenize(fen)) in excluded:
             stats["excluded"] += 1
         elif key in seen or key in keys:
             stats["duplicates"] += 1

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from training import elo
+from oneply.arena import elo
 
 
 def test_score_to_elo_known_values() -> None:
@@ -154,3 +154,58 @@ def test_level_interval_contains_score() -> None:
     lo, hi = elo.level_interval(7.0, 10.0)
     assert lo < 0.7 < hi
     assert elo.level_interval(0.0, 10.0)[0] == 0.0
+
+
+# --------------------------------------------------------------------------- fit_anchored
+
+ANCHORS = [-400.0, 0.0, 1160.0, 1350.0, 1500.0]
+
+
+def test_fit_anchored_recovers_a_known_rating_from_expected_results() -> None:
+    # every opponent played 2000 times and scored exactly its expectation at R = 700
+    for truth in (-600.0, 250.0, 700.0, 1420.0):
+        games = [2000.0] * len(ANCHORS)
+        scores = [g * elo.elo_to_score(truth - r) for g, r in zip(games, ANCHORS, strict=True)]
+        fit = elo.fit_anchored(ANCHORS, scores, games)
+        assert fit.rating == pytest.approx(truth, abs=3.0)
+        assert fit.lower < truth < fit.upper and not fit.at_bound
+        assert fit.games == sum(games)  # the prior's virtual games are not counted
+
+
+def test_fit_anchored_interval_covers_sampled_results() -> None:
+    # games drawn from known Elo differences: the 95% interval should hold the truth in about
+    # 95% of seeds (binomial: 20 seeds, at least 16 covered unless the interval is wrong)
+    import random
+
+    truth, covered = 300.0, 0
+    for seed in range(20):
+        rng = random.Random(seed)
+        games = [40.0] * len(ANCHORS)
+        scores = [
+            float(sum(rng.random() < elo.elo_to_score(truth - r) for _ in range(40)))
+            for r in ANCHORS
+        ]
+        fit = elo.fit_anchored(ANCHORS, scores, games)
+        assert abs(fit.rating - truth) < 250.0
+        covered += fit.lower <= truth <= fit.upper
+    assert covered >= 16
+
+
+def test_fit_anchored_all_losses_gives_a_finite_rating_below_everyone() -> None:
+    games = [20.0, 40.0, 20.0, 10.0]
+    fit = elo.fit_anchored([-400.0, 0.0, 1160.0, 1350.0], [0.0] * 4, games)
+    assert math.isfinite(fit.rating) and math.isfinite(fit.lower) and math.isfinite(fit.upper)
+    assert fit.lower < fit.rating < fit.upper < -400.0 + 200.0
+    assert fit.rating < -400.0 and fit.at_bound
+    more = elo.fit_anchored([-400.0, 0.0, 1160.0, 1350.0], [0.0] * 4, [g * 4 for g in games])
+    assert more.rating < fit.rating  # more evidence of losing: lower still, never a fixed bound
+
+
+def test_fit_anchored_all_wins_lands_above_the_strongest() -> None:
+    fit = elo.fit_anchored([0.0, 1350.0], [20.0, 10.0], [20.0, 10.0])
+    assert fit.rating > 1350.0 and math.isfinite(fit.upper) and fit.at_bound
+
+
+def test_fit_anchored_rejects_mismatched_input() -> None:
+    with pytest.raises(ValueError):
+        elo.fit_anchored([0.0], [1.0, 2.0], [2.0])

@@ -263,3 +263,33 @@ def level_interval(score: float, games: float) -> tuple[float, float]:
     centre = (p + z * z / (2 * n)) / (1 + z * z / n)
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
     return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def fit_anchored(
+    opponents: Sequence[float],
+    scores: Sequence[float],
+    games: Sequence[float],
+    prior_games: float = 1.0,
+) -> RatingFit:
+    """:func:`fit_rating` with a weak prior, so that every result has a finite rating.
+
+    ``prior_games`` virtual games, all draws, are added: half against the weakest opponent
+    and half against the strongest. A player who lost every game then lands below the weakest
+    opponent by as much as the real games allow (instead of at an arbitrary search bound),
+    with an interval; with many real games the prior moves the estimate very little. The
+    returned ``games`` counts real games only, and ``at_bound`` says that the real games were
+    all won or all lost (the number then leans on the prior: read it as "below/above").
+    """
+    if not (len(opponents) == len(scores) == len(games)) or not opponents:
+        raise ValueError("need equally long, non-empty opponents/scores/games")
+    weakest, strongest = min(opponents), max(opponents)
+    half = prior_games / 2.0
+    fit = fit_rating(
+        [*opponents, weakest, strongest],
+        [*scores, half / 2.0, half / 2.0],
+        [*games, half, half],
+        margin=3000.0,
+    )
+    total, points = float(sum(games)), float(sum(scores))
+    all_one_way = total > 0 and (points <= 0 or points >= total)
+    return RatingFit(fit.rating, fit.lower, fit.upper, total, all_one_way)

@@ -4,15 +4,12 @@ model engine (via --engine), so the test does not depend on a trained model."""
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
 
-from engine.cli import main as cli_main
-from training import ladder
-
-STOCKFISH = "/usr/games/stockfish"
+from oneply.arena import ladder
+from oneply.engine.cli import main as cli_main
 
 
 def levels_with(*results: tuple[int, float, int]) -> dict[int, ladder.Level]:
@@ -32,13 +29,16 @@ def test_next_level_jumps_while_saturated_then_follows_fit() -> None:
     assert ladder.next_level(levels_with((2000, 7.5, 10))) == 2200
 
 
-@pytest.mark.skipif(not os.path.exists(STOCKFISH), reason="no Stockfish")
-def test_ladder_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.slow
+def test_ladder_end_to_end(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], stockfish: str
+) -> None:
     out = tmp_path / "ladder.json"
+    pgn = tmp_path / "games" / "ladder.pgn"
     code = cli_main(
         [
             "ladder",
-            f"--engine={STOCKFISH}",
+            f"--engine={stockfish}",
             "--option=Threads=1",
             "--levels=1350,2850",
             "--games-per-level=2",
@@ -47,9 +47,12 @@ def test_ladder_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
             "--adjudicate-nodes=2000",
             "--quiet",
             f"--json={out}",
+            f"--pgn={pgn}",
         ]
     )
     assert code == 0
+    games = pgn.read_text().count("[Event ")
+    assert games == 4, "--pgn must collect every level's games"
     data = json.loads(out.read_text())
     assert [lv["uci_elo"] for lv in data["levels"]] == [1350, 2850]
     assert all(lv["games"] == 2 for lv in data["levels"])

@@ -3,7 +3,7 @@
 Stockfish's ``UCI_LimitStrength``/``UCI_Elo`` (1350–2850) gives opponents of roughly known
 strength. The ladder plays short matches against a few levels, choosing each next level at the
 current rating estimate (where a game says the most: scores near 50%), and fits one rating to
-all games by maximum likelihood (:func:`training.elo.fit_rating`).
+all games by maximum likelihood (:func:`oneply.arena.elo.fit_rating`).
 
 Caveat: Stockfish calibrated UCI_Elo at 60s+0.6s per game (anchored to CCRL 40/4), with one
 thread. At faster controls or node limits the levels are *not* those Elos, so ladder ratings are
@@ -20,7 +20,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from training import elo, match
+from oneply.arena import elo, match
+from oneply.arena.engines import EngineStartError
+from oneply.arena.results import MatchResult
+from oneply.arena.runner import run_match
+from oneply.arena.settings import EngineSpec, TimeControl
+from oneply.engine.stockfish import LOOKUP_TEXT, StockfishNotFound, require_stockfish
 
 UCI_ELO_MIN, UCI_ELO_MAX = 1350, 2850
 CAVEAT = (
@@ -82,37 +87,37 @@ def next_level(levels: dict[int, Level], jump: int = 400) -> int:
     return clamp_level(fit(levels).rating)
 
 
-def stockfish_spec(path: str, level: int, tc: match.TimeControl) -> match.EngineSpec:
+def stockfish_spec(path: str, level: int, tc: TimeControl) -> EngineSpec:
     options = (
         ("Threads", "1"),
         ("Hash", "16"),
         ("UCI_LimitStrength", "true"),
         ("UCI_Elo", str(level)),
     )
-    return match.EngineSpec((path,), options, tc, name=f"Stockfish UCI_Elo {level}")
+    return EngineSpec((path,), options, tc, name=f"Stockfish UCI_Elo {level}")
 
 
-def model_spec(args: argparse.Namespace, tc: match.TimeControl) -> match.EngineSpec:
-    """The engine under test: `python -m engine uci` with ModelFile, or the --engine override."""
+def model_spec(args: argparse.Namespace, tc: TimeControl) -> EngineSpec:
+    """The engine under test: `python -m oneply.engine uci` with ModelFile, or --engine."""
     if args.engine:
         command = tuple(shlex.split(args.engine))
     else:
-        command = (sys.executable, "-m", "engine", "uci")
+        command = (sys.executable, "-m", "oneply.engine", "uci")
     options = list(args.option)
     if args.model:
         options.insert(0, ("ModelFile", str(Path(args.model).resolve())))
     name = args.name or (Path(args.model).stem if args.model else None)
-    return match.EngineSpec(command, tuple(options), tc, name=name)
+    return EngineSpec(command, tuple(options), tc, name=name)
 
 
 def play_level(
-    args: argparse.Namespace, model: match.EngineSpec, level: int, round_no: int
-) -> match.MatchResult:
+    args: argparse.Namespace, model: EngineSpec, level: int, round_no: int
+) -> MatchResult:
     sf = stockfish_spec(args.stockfish, level, model.tc)
     settings = match.common_settings(args, model, sf, args.games_per_level, args.seed + round_no)
     settings.event = f"oneply ladder vs UCI_Elo {level}"
     settings.pgn_path = None
-    return match.run_match(settings)
+    return run_match(settings)
 
 
 def plot(path: str, title: str, levels: dict[int, Level], rating: elo.RatingFit) -> bool:
@@ -168,7 +173,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("model", nargs="?", help="ONNX model file (sets the UCI option ModelFile)")
     parser.add_argument(
         "--engine",
-        help="engine command line instead of `python -m engine uci` (e.g. another engine)",
+        help="engine command line instead of `python -m oneply.engine uci` (e.g. another engine)",
     )
     parser.add_argument(
         "--option",
@@ -179,7 +184,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="extra UCI option for the model engine (repeatable)",
     )
     parser.add_argument("--name", help="display name of the model engine")
-    parser.add_argument("--stockfish", default=match.DEFAULT_STOCKFISH, help="Stockfish binary")
+    parser.add_argument(
+        "--stockfish", default="", help=f"Stockfish binary (default: {LOOKUP_TEXT})"
+    )
     parser.add_argument("--start", type=int, default=1700, help="first UCI_Elo level (1700)")
     parser.add_argument("--rounds", type=int, default=5, help="levels to play (default 5)")
     parser.add_argument("--games-per-level", type=int, default=20, metavar="N")
@@ -199,6 +206,14 @@ def run(args: argparse.Namespace) -> int:
     if args.model and not Path(args.model).exists():
         print(f"oneply ladder: no such model file: {args.model}", file=sys.stderr)
         return 2
+    try:
+        args.stockfish = require_stockfish(args.stockfish)
+    except StockfishNotFound as exc:
+        print(f"oneply ladder: {exc}", file=sys.stderr)
+        return 2
+    if args.pgn:
+        Path(args.pgn).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.pgn).write_text("")  # every level's games go here, one run per file
     tc = match.time_control(args)
     model = model_spec(args, tc)
     fixed = [clamp_level(float(x)) for x in args.levels.split(",")] if args.levels else None
@@ -210,13 +225,15 @@ def run(args: argparse.Namespace) -> int:
         level = fixed[round_no] if fixed else level
         try:
             result = play_level(args, model, level, round_no)
-        except match.EngineStartError as exc:
+        except EngineStartError as exc:
             print(f"oneply ladder: engine unusable: {exc}", file=sys.stderr)
             return 2
         except KeyboardInterrupt:
             print("interrupted; fitting the games played so far", file=sys.stderr)
             break
         record(levels, level, result)
+        if args.pgn:
+            append_pgn(args.pgn, result)
         rounds.append({"uci_elo": level, **result.stats, "seconds": result.seconds})
         current = fit(levels)
         print(
@@ -232,7 +249,13 @@ def run(args: argparse.Namespace) -> int:
     return report(args, model, tc, levels, rounds)
 
 
-def record(levels: dict[int, Level], level: int, result: match.MatchResult) -> None:
+def append_pgn(path: str, result: MatchResult) -> None:
+    """Add one level's games to the --pgn file (each level's match runs without one)."""
+    with open(path, "a") as handle:
+        handle.writelines(game.pgn + "\n\n" for game in result.games if game.pgn)
+
+
+def record(levels: dict[int, Level], level: int, result: MatchResult) -> None:
     lv = levels.setdefault(level, Level(level))
     s = result.stats
     lv.games += s["games"]
@@ -242,8 +265,8 @@ def record(levels: dict[int, Level], level: int, result: match.MatchResult) -> N
 
 def report(
     args: argparse.Namespace,
-    model: match.EngineSpec,
-    tc: match.TimeControl,
+    model: EngineSpec,
+    tc: TimeControl,
     levels: dict[int, Level],
     rounds: list[dict[str, Any]],
 ) -> int:

@@ -1,7 +1,7 @@
 """Measure the move policy's rules on won positions played out against Stockfish.
 
-    python -m training.policy_eval --positions 60 --scorer oracle --out policy_eval.json
-    python -m training.policy_eval --scorer onnx --model models/oneply-small.onnx
+    python -m oneply.arena.policy_eval --positions 60 --scorer oracle --out policy_eval.json
+    python -m oneply.arena.policy_eval --scorer onnx --model models/oneply-small.onnx
 
 1. **Won positions** (`generate_won_positions`): a weighted random line from the polyglot
    book (4–12 plies), then a handicapped middlegame: the strong side (random colour) plays
@@ -14,8 +14,8 @@
    *Converted* = the engine mated; *moves to mate* = the engine's moves until mate, averaged
    over converted games. Opening sampling is off (`sample_moves=0`): these games start in
    the middle, and sampling is not what is measured.
-3. **Scorers.** `onnx`: a oneply model file. `oracle`: a stand-in for a well-trained model
-   while only an untrained placeholder is available: every legal move is scored by
+3. **Scorers.** `onnx`: a oneply model file. `oracle`: a stand-in for a well-trained model,
+   independent of how far training has got: every legal move is scored by
    Stockfish (MultiPV over all moves, depth 6) and its win probability is quantised to the
    centre of its 128-bin value bin, ties broken at random. Like the real model, it cannot
    tell apart moves that all "win" with p > 127/128 — exactly the situation the
@@ -23,20 +23,7 @@
 
 `main()` writes JSON (and a JSON-lines log of every game) and prints a Markdown table.
 
-Results (Stockfish 15.1, 60 positions from won60 seed 1, opponent 5k nodes, 150 plies, oracle
-stand-in scorer; the only model in models/ was the untrained placeholder, whose values are
-0.506 ± 0.01 in these positions, so the fallback triggered in 0 of 60 and every rule is
-moot for it):
-
-| config      | converted | mean (median) engine moves to mate | mate | unfinished | drawn | lost |
-|-------------|-----------|------------------------------------|------|------------|-------|------|
-| all rules   | 50% (30)  | 48.0 (45)                          | 30   | 10         | 5     | 15   |
-| no fallback | 22% (13)  | 47.6 (49)                          | 13   | 29         | 9     | 9    |
-
-Paired by position: 26 positions converted only with the fallback, 9 only without. The
-stand-in loses some "won" positions to Stockfish with or without the fallback (it plays
-like a depth-6 searcher with coarse values); the fallback turns "unfinished" (shuffling
-until the ply limit) into mates. MateInOne/StalemateAsDraw: see engine/policy.py.
+Measured results are in the README ("The move policy"), where they are kept up to date.
 """
 
 from __future__ import annotations
@@ -47,7 +34,7 @@ import random
 import statistics
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -56,9 +43,10 @@ import chess
 import chess.engine
 import chess.polyglot
 
-from engine.inference import MoveScore
-from engine.policy import MovePolicy, PolicyConfig, resolve_stockfish
-from engine.values import NUM_BINS, cp_to_win
+from oneply.engine.inference import MoveScore, MoveScorer
+from oneply.engine.policy import MovePolicy, PolicyConfig
+from oneply.engine.stockfish import require_stockfish
+from oneply.engine.values import cp_to_win, quantise
 
 BOOK = "/usr/share/games/gnuchess/book.bin"
 MATE_CP = 100_000
@@ -116,7 +104,10 @@ def _candidate(sf: chess.engine.SimpleEngine, rng: random.Random, min_cp: int) -
                 mate = score.mate()
                 if score.score(mate_score=MATE_CP) >= min_cp and not (mate and mate <= 3):
                     return board.fen()
-            board.push(sf.play(board, chess.engine.Limit(nodes=10_000)).move)
+            move = sf.play(board, chess.engine.Limit(nodes=10_000)).move
+            if move is None:  # the loop stops at game over, so this is Stockfish misbehaving
+                raise chess.engine.EngineError(f"Stockfish found no move in {board.fen()}")
+            board.push(move)
         else:
             board.push(rng.choice(list(board.legal_moves)))
     return None
@@ -126,7 +117,7 @@ def generate_won_positions(count: int, seed: int, min_cp: int = 500) -> list[str
     """`count` distinct positions where the side to move is ≥ min_cp ahead (depth 12)."""
     rng = random.Random(seed)
     found: dict[str, None] = {}
-    with chess.engine.SimpleEngine.popen_uci(resolve_stockfish("")) as sf:
+    with chess.engine.SimpleEngine.popen_uci(require_stockfish()) as sf:
         while len(found) < count:
             fen = _candidate(sf, rng, min_cp)
             if fen is not None:
@@ -141,9 +132,12 @@ class QuantisedOracle:
     """Stockfish's win probability for every move, quantised to 128 value-bin centres."""
 
     def __init__(self, depth: int = 6, seed: int = 0):
-        self.engine = chess.engine.SimpleEngine.popen_uci(resolve_stockfish(""))
+        self.engine = chess.engine.SimpleEngine.popen_uci(require_stockfish())
         self.depth = depth
         self.rng = random.Random(seed)
+
+    def score_many(self, boards: Sequence[chess.Board]) -> list[list[MoveScore]]:
+        return [self.score(board) for board in boards]
 
     def score(self, board: chess.Board) -> list[MoveScore]:
         legal = list(board.legal_moves)
@@ -151,8 +145,7 @@ class QuantisedOracle:
         wins = {}
         for info in infos:
             cp = info["score"].relative.score(mate_score=MATE_CP)
-            win = float(cp_to_win(cp))
-            wins[info["pv"][0]] = (min(int(win * NUM_BINS), NUM_BINS - 1) + 0.5) / NUM_BINS
+            wins[info["pv"][0]] = quantise(float(cp_to_win(cp)))
         self.rng.shuffle(legal)  # random order among equal bins
         ranked = [MoveScore(m, wins.get(m, 0.0)) for m in legal]
         return sorted(ranked, key=lambda s: -s.win)
@@ -161,14 +154,14 @@ class QuantisedOracle:
         self.engine.quit()
 
 
-def make_scorer(kind: str, model: str | None, seed: int):
+def make_scorer(kind: str, model: str | None, seed: int) -> tuple[MoveScorer, Callable[[], None]]:
+    """The scorer, and what releases it (the oracle's Stockfish; nothing for a model file)."""
     if kind == "oracle":
-        return QuantisedOracle(seed=seed)
-    from engine.inference import Scorer
+        oracle = QuantisedOracle(seed=seed)
+        return oracle, oracle.close
+    from oneply.engine.inference import Scorer
 
-    scorer = Scorer(model, threads=1)
-    scorer.close = lambda: None
-    return scorer
+    return Scorer(model, threads=1), lambda: None
 
 
 # --- play-out ---------------------------------------------------------------------------------
@@ -222,7 +215,10 @@ def play_out(
             engine_moves += 1
         else:
             limit = chess.engine.Limit(nodes=opponent_nodes)
-            board.push(opponent.play(board, limit, game=fen).move)
+            reply = opponent.play(board, limit, game=fen).move
+            if reply is None:  # the loop stops at game over, so this is Stockfish misbehaving
+                raise chess.engine.EngineError(f"Stockfish found no move in {board.fen()}")
+            board.push(reply)
     return GameResult(
         fen, config_name, result, engine_moves, dict(rules), time.monotonic() - started
     )
@@ -235,8 +231,8 @@ def _run_games(job: tuple) -> list[GameResult]:
     appended to `log` (JSON lines) as it ends, so an interrupted run still gives a balanced
     comparison."""
     fens, configs, scorer_kind, model, opponent_nodes, max_plies, seed, log = job
-    scorer = make_scorer(scorer_kind, model, seed)
-    opponent = chess.engine.SimpleEngine.popen_uci(resolve_stockfish(""))
+    scorer, close_scorer = make_scorer(scorer_kind, model, seed)
+    opponent = chess.engine.SimpleEngine.popen_uci(require_stockfish())
     policies = {
         name: MovePolicy(PolicyConfig(sample_moves=0, seed=seed, **CONFIGS[name]))
         for name in configs
@@ -255,7 +251,7 @@ def _run_games(job: tuple) -> list[GameResult]:
         for policy in policies.values():
             policy.close()
         opponent.quit()
-        scorer.close()
+        close_scorer()
     return results
 
 
@@ -306,7 +302,7 @@ def markdown(summary: dict[str, dict]) -> str:
 def _solves(
     puzzle: dict, score: Callable[[chess.Board], list[MoveScore]], policy: MovePolicy
 ) -> bool:
-    """Lichess puzzle rules (REFERENCE.md §4): every engine move must match; a mate counts."""
+    """Lichess puzzle rules (as `oneply eval`): every engine move must match; a mate counts."""
     board = chess.Board(puzzle["FEN"])
     line = [chess.Move.from_uci(u) for u in puzzle["Moves"].split()]
     for ply, expected in enumerate(line):
@@ -319,6 +315,22 @@ def _solves(
     return True
 
 
+def memoised(
+    score: Callable[[chess.Board], list[MoveScore]],
+) -> Callable[[chess.Board], list[MoveScore]]:
+    """Score each position once across all configurations (scoring is the slow part; the
+    rules under test only choose among the scores)."""
+    cache: dict[str, list[MoveScore]] = {}
+
+    def cached(board: chess.Board) -> list[MoveScore]:
+        key = board.fen()
+        if key not in cache:
+            cache[key] = score(board)
+        return cache[key]
+
+    return cached
+
+
 def puzzle_accuracy(
     path: Path, scorer_kind: str, model: str | None, configs: list[str], seed: int = 1
 ) -> dict[str, dict]:
@@ -327,11 +339,8 @@ def puzzle_accuracy(
 
     with open(path, newline="") as handle:
         puzzles = list(csv.DictReader(handle))
-    scorer = make_scorer(scorer_kind, model, seed)
-    cache: dict[str, list[MoveScore]] = {}
-
-    def cached(board: chess.Board) -> list[MoveScore]:
-        return cache.setdefault(board.fen(), scorer.score(board))
+    scorer, close_scorer = make_scorer(scorer_kind, model, seed)
+    cached = memoised(scorer.score)
 
     results = {}
     try:
@@ -347,7 +356,7 @@ def puzzle_accuracy(
                 "mateIn1_count": len(mate1),
             }
     finally:
-        scorer.close()
+        close_scorer()
     return results
 
 

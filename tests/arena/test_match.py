@@ -23,15 +23,28 @@ import chess
 import chess.pgn
 import pytest
 
-from engine.cli import main as cli_main
-from training import match
+from oneply.arena import match
+from oneply.arena.engines import Adjudicator, EngineStartError
+from oneply.arena.game import EvalStreak, format_comment, rules_outcome, tablebase_outcome
+from oneply.arena.openings import load_openings
+from oneply.arena.results import GameRecord, Scoreboard
+from oneply.arena.runner import identify, open_tablebase, run_match
+from oneply.arena.settings import (
+    TERM_ABANDONED,
+    TERM_ADJUDICATION,
+    TERM_ILLEGAL,
+    TERM_NORMAL,
+    TERM_TIME,
+    EngineSpec,
+    MatchSettings,
+    TimeControl,
+)
+from oneply.engine.cli import main as cli_main
+from tests.conftest import stockfish_path
 
-STOCKFISH = "/usr/games/stockfish"
 BOOK = "/usr/share/games/gnuchess/book.bin"
 ECO = "/usr/share/pgn-extract/eco.pgn"
-BAD_ENGINE = str(Path(__file__).parent / "engines" / "misbehaving.py")
-
-needs_stockfish = pytest.mark.skipif(not os.path.exists(STOCKFISH), reason="no Stockfish")
+BAD_ENGINE = str(Path(__file__).parent.parent / "engines" / "misbehaving.py")
 
 
 def assert_all_exited(pids: list[int], wait: float = 5.0) -> None:
@@ -49,20 +62,20 @@ def assert_all_exited(pids: list[int], wait: float = 5.0) -> None:
             time.sleep(0.05)
 
 
-def stockfish(nodes: int, options: tuple[tuple[str, str], ...] = ()) -> match.EngineSpec:
-    tc = match.TimeControl(nodes=nodes)
-    return match.EngineSpec((STOCKFISH,), (("Threads", "1"), ("Hash", "16"), *options), tc)
+def stockfish(nodes: int, options: tuple[tuple[str, str], ...] = ()) -> EngineSpec:
+    tc = TimeControl(nodes=nodes)
+    return EngineSpec((stockfish_path(),), (("Threads", "1"), ("Hash", "16"), *options), tc)
 
 
-def bad_engine(mode: str, after: int = 3, tc: match.TimeControl | None = None) -> match.EngineSpec:
-    tc = tc or match.TimeControl(nodes=1)
-    return match.EngineSpec((sys.executable, BAD_ENGINE, mode, str(after)), (), tc)
+def bad_engine(mode: str, after: int = 3, tc: TimeControl | None = None) -> EngineSpec:
+    tc = tc or TimeControl(nodes=1)
+    return EngineSpec((sys.executable, BAD_ENGINE, mode, str(after)), (), tc)
 
 
-def settings(a: match.EngineSpec, b: match.EngineSpec, games: int, **kw) -> match.MatchSettings:
+def settings(a: EngineSpec, b: EngineSpec, games: int, **kw) -> MatchSettings:
     base = dict(
         games=games,
-        openings=match.load_openings(BOOK, (games + 1) // 2, 6, seed=3),
+        openings=load_openings(BOOK, (games + 1) // 2, 6, seed=3),
         concurrency=2,
         move_timeout=20.0,
         startup_timeout=10.0,
@@ -70,20 +83,19 @@ def settings(a: match.EngineSpec, b: match.EngineSpec, games: int, **kw) -> matc
         progress=False,
     )
     base.update(kw)
-    return match.MatchSettings(engine_a=a, engine_b=b, **base)
+    return MatchSettings(engine_a=a, engine_b=b, **base)
 
 
 # --------------------------------------------------------------------------- real matches
 
 
-@needs_stockfish
 def test_cli_stockfish_vs_stockfish(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     pgn_path, json_path = tmp_path / "games.pgn", tmp_path / "result.json"
     code = cli_main(
         [
             "match",
-            STOCKFISH,
-            STOCKFISH,
+            stockfish_path(),
+            stockfish_path(),
             "--games=4",
             "--nodes-a=300",
             "--nodes-b=1500",
@@ -112,7 +124,7 @@ def test_cli_stockfish_vs_stockfish(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert games[0]["opening"] == games[1]["opening"] != games[2]["opening"]
     assert [g["a_white"] for g in games] == [True, False, True, False]
     for g in games:
-        assert g["termination"] in (match.TERM_NORMAL, match.TERM_ADJUDICATION), g["reason"]
+        assert g["termination"] in (TERM_NORMAL, TERM_ADJUDICATION), g["reason"]
 
     handle = io.StringIO(pgn_path.read_text())
     parsed = [chess.pgn.read_game(handle) for _ in range(4)]
@@ -120,7 +132,7 @@ def test_cli_stockfish_vs_stockfish(tmp_path: Path, capsys: pytest.CaptureFixtur
     for game in parsed:
         for tag in ("Event", "Site", "Date", "Round", "White", "Black", "Result", "TimeControl"):
             assert game.headers[tag] not in ("", "?"), tag
-        assert game.headers["Termination"] in (match.TERM_NORMAL, match.TERM_ADJUDICATION)
+        assert game.headers["Termination"] in (TERM_NORMAL, TERM_ADJUDICATION)
         assert game.headers["White"] != game.headers["Black"]  # same engine: names told apart
         nodes = list(game.mainline())
         assert nodes[0].comment == "book"
@@ -129,16 +141,17 @@ def test_cli_stockfish_vs_stockfish(tmp_path: Path, capsys: pytest.CaptureFixtur
         assert game.end().board().fen() != chess.STARTING_FEN
 
 
-@needs_stockfish
-@pytest.mark.skipif(importlib.util.find_spec("engine.uci") is None, reason="engine.uci missing")
+@pytest.mark.skipif(
+    importlib.util.find_spec("oneply.engine.uci") is None, reason="engine.uci missing"
+)
 def test_oneply_uci_vs_stockfish_skill_0() -> None:
-    command = (sys.executable, "-m", "engine", "uci")
-    oneply = match.EngineSpec(command, (("Threads", "1"),), match.TimeControl(nodes=1))
+    command = (sys.executable, "-m", "oneply.engine", "uci")
+    oneply = EngineSpec(command, (("Threads", "1"),), TimeControl(nodes=1))
     sf = stockfish(200, (("Skill Level", "0"),))
-    result = match.run_match(settings(oneply, sf, 2))
+    result = run_match(settings(oneply, sf, 2))
     assert len(result.games) == 2
     for game in result.games:
-        assert game.termination in (match.TERM_NORMAL, match.TERM_ADJUDICATION), game.reason
+        assert game.termination in (TERM_NORMAL, TERM_ADJUDICATION), game.reason
         assert game.plies > 8
     assert "oneply" in result.names[0].lower()
     assert_all_exited(result.pids)
@@ -147,25 +160,24 @@ def test_oneply_uci_vs_stockfish_skill_0() -> None:
 # --------------------------------------------------------------------------- misbehaving engines
 
 
-@needs_stockfish
 @pytest.mark.parametrize(
     ("mode", "termination", "reason", "tc"),
     [
-        ("crash", match.TERM_ABANDONED, "crashed (exit code 3)", None),
-        ("illegal", match.TERM_ILLEGAL, "illegal move", None),
-        ("hang", match.TERM_TIME, "loses on time: no move in 2.00s", None),
-        ("hang", match.TERM_TIME, "loses on time", match.TimeControl(base=0.5, inc=0.0)),
+        ("crash", TERM_ABANDONED, "crashed (exit code 3)", None),
+        ("illegal", TERM_ILLEGAL, "illegal move", None),
+        ("hang", TERM_TIME, "loses on time: no move in 2.00s", None),
+        ("hang", TERM_TIME, "loses on time", TimeControl(base=0.5, inc=0.0)),
     ],
 )
 def test_misbehaving_engine_loses(
-    mode: str, termination: str, reason: str, tc: match.TimeControl | None
+    mode: str, termination: str, reason: str, tc: TimeControl | None
 ) -> None:
     # Stockfish always plays on nodes (a clock this short could flag it too on a loaded machine);
     # only the misbehaving engine gets the clock under test
     sf = stockfish(200)
     bad = bad_engine(mode, after=3, tc=tc)
     start = time.monotonic()
-    result = match.run_match(settings(bad, sf, 2, move_timeout=2.0))
+    result = run_match(settings(bad, sf, 2, move_timeout=2.0))
     assert time.monotonic() - start < 30
     assert len(result.games) == 2  # the match finished
     for game in result.games:
@@ -181,32 +193,31 @@ def test_misbehaving_engine_loses(
 def test_engine_that_never_starts_is_reported_and_killed() -> None:
     pids: list[int] = []
     spec = bad_engine("nostart")
-    with pytest.raises(match.EngineStartError, match="no answer within 1s"):
-        asyncio.run(match.identify(spec, 1.0, pids))
+    with pytest.raises(EngineStartError, match="no answer within 1s"):
+        asyncio.run(identify(spec, 1.0, pids))
     assert_all_exited(pids)
 
 
 def test_missing_binary_is_a_start_error() -> None:
-    spec = match.EngineSpec(("/nonexistent/engine",))
-    with pytest.raises(match.EngineStartError, match="cannot run"):
-        asyncio.run(match.identify(spec, 1.0, []))
+    spec = EngineSpec(("/nonexistent/engine",))
+    with pytest.raises(EngineStartError, match="cannot run"):
+        asyncio.run(identify(spec, 1.0, []))
 
 
 def test_misbehaving_engine_restarted_every_game() -> None:
     # crash on the 2nd move of *each* process: every game needs a fresh engine, all are losses
     good = bad_engine("random", after=0)
     crash = bad_engine("crash", after=2)
-    result = match.run_match(settings(good, crash, 4, concurrency=1, resign_moves=0))
+    result = run_match(settings(good, crash, 4, concurrency=1, resign_moves=0))
     assert [g.score_a for g in sorted(result.games, key=lambda g: g.index)] == [1.0] * 4
     assert all("crashed" in g.reason for g in result.games)
     assert_all_exited(result.pids)
 
 
-@needs_stockfish
 def test_sprt_stops_early() -> None:
     # Stockfish vs a random mover: every pair is 2-0, so the GSPRT accepts H1 long before 40 games
     random_mover = bad_engine("random", after=0)
-    result = match.run_match(
+    result = run_match(
         settings(stockfish(500), random_mover, 40, sprt=(0.0, 50.0, 0.05, 0.05), resign_moves=2)
     )
     assert result.stopped_by_sprt == "H1"
@@ -219,11 +230,11 @@ def test_sprt_stops_early() -> None:
 
 
 def test_parse_tc() -> None:
-    assert match.parse_tc("10+0.1") == match.TimeControl(base=10.0, inc=0.1)
-    assert match.parse_tc("1:00+0.6") == match.TimeControl(base=60.0, inc=0.6)
+    assert match.parse_tc("10+0.1") == TimeControl(base=10.0, inc=0.1)
+    assert match.parse_tc("1:00+0.6") == TimeControl(base=60.0, inc=0.6)
     assert match.parse_tc("60").inc == 0.0
     assert match.parse_tc("10+0.1").pgn_tag() == "10+0.1"
-    assert match.TimeControl(nodes=5).pgn_tag() == "-"
+    assert TimeControl(nodes=5).pgn_tag() == "-"
     with pytest.raises(argparse.ArgumentTypeError):
         match.parse_tc("0+1")
 
@@ -235,31 +246,31 @@ def test_parse_option_keeps_spaces_in_names() -> None:
 
 
 def test_openings_from_book_epd_and_pgn(tmp_path: Path) -> None:
-    book = match.load_openings(BOOK, 5, 8, seed=1)
+    book = load_openings(BOOK, 5, 8, seed=1)
     assert len(book) == 5 and len({o.moves for o in book}) == 5
     assert all(len(o.moves) == 8 for o in book)
-    assert book == match.load_openings(BOOK, 5, 8, seed=1)  # fixed seed → same openings
+    assert book == load_openings(BOOK, 5, 8, seed=1)  # fixed seed → same openings
 
     epd = tmp_path / "o.epd"
     epd.write_text(
         'rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq - id "king pawn";\n\n'
         "8/8/8/4k3/8/8/4P3/4K3 w - -\n"
     )
-    ops = match.load_openings(str(epd), 2, None, seed=1, order="sequential")
+    ops = load_openings(str(epd), 2, None, seed=1, order="sequential")
     assert [o.name for o in ops] == ["king pawn", None]
     assert ops[1].board().piece_at(chess.E2) == chess.Piece(chess.PAWN, chess.WHITE)
 
-    eco = match.load_openings(ECO, 3, 4, seed=1)
+    eco = load_openings(ECO, 3, 4, seed=1)
     assert len(eco) > 1000 and all(0 < len(o.moves) <= 4 for o in eco)
     assert all(o.name and o.name[0] in "ABCDE" for o in eco[:20])
 
 
 def test_scoreboard_pairs_in_any_order() -> None:
-    def rec(index: int, result: str) -> match.GameRecord:
+    def rec(index: int, result: str) -> GameRecord:
         a_white = index % 2 == 0
-        return match.GameRecord(index, index // 2, a_white, "w", "b", result, "", "", 0, 0.0, {})
+        return GameRecord(index, index // 2, a_white, "w", "b", result, "", "", 0, 0.0, {})
 
-    board = match.Scoreboard()
+    board = Scoreboard()
     # game 1 (A black) finishes before game 0; game 3 is still running
     for index, result in ((1, "0-1"), (0, "1/2-1/2"), (2, "1-0")):
         board.add(rec(index, result))
@@ -274,14 +285,14 @@ def test_threefold_only_when_it_happens() -> None:
     for uci in ("g1f3", "g8f6", "f3g1", "f6g8", "g1f3", "g8f6", "f3g1"):
         board.push_uci(uci)
     # Black *could* claim by repeating now; the game is not over until it does
-    assert match.rules_outcome(board) is None
+    assert rules_outcome(board) is None
     board.push_uci("f6g8")
-    over = match.rules_outcome(board)
+    over = rules_outcome(board)
     assert over is not None and over.result == "1/2-1/2" and over.reason == "threefold repetition"
 
 
 def test_eval_streak_needs_both_engines() -> None:
-    streak = match.EvalStreak(threshold=500, moves=2)
+    streak = EvalStreak(threshold=500, moves=2)
     for cp in (600, 700, 800):
         streak.push(cp)
     assert streak.winner() is None  # only 3 plies
@@ -291,12 +302,31 @@ def test_eval_streak_needs_both_engines() -> None:
     assert streak.winner() is None
 
 
+def test_adjudicator_finds_stockfish_by_name_on_path(
+    stockfish: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`--adjudicator stockfish` (a name on PATH, not a file here) must adjudicate."""
+    monkeypatch.setenv("PATH", os.path.dirname(stockfish) + os.pathsep + os.environ["PATH"])
+    pids: list[int] = []
+
+    async def evaluate() -> int | None:
+        adjudicator = Adjudicator(os.path.basename(stockfish), 2000, pids, 10.0)
+        try:
+            return await adjudicator.white_cp(chess.Board("4k3/8/8/8/8/8/8/Q3K3 w - - 0 1"))
+        finally:
+            await adjudicator.close()
+
+    cp = asyncio.run(evaluate())
+    assert cp is not None and cp > 500
+    assert_all_exited(pids)
+
+
 def test_format_comment() -> None:
     info = {"score": chess.engine.PovScore(chess.engine.Cp(35), chess.WHITE), "depth": 12}
-    assert match.format_comment(info, 0.1042) == "+0.35/12 0.104s"
+    assert format_comment(info, 0.1042) == "+0.35/12 0.104s"
     mate = {"score": chess.engine.PovScore(chess.engine.Mate(-3), chess.BLACK)}
-    assert match.format_comment(mate, 1.0) == "-M3 1.000s"
-    assert match.format_comment({}, 0.5) == "0.500s"
+    assert format_comment(mate, 1.0) == "-M3 1.000s"
+    assert format_comment({}, 0.5) == "0.500s"
 
 
 def _syzygy_dir() -> str | None:
@@ -308,14 +338,14 @@ def _syzygy_dir() -> str | None:
 
 @pytest.mark.skipif(_syzygy_dir() is None, reason="no Syzygy tables here")
 def test_tablebase_adjudication() -> None:
-    tablebase = match.open_tablebase(_syzygy_dir())
+    tablebase = open_tablebase(_syzygy_dir())
     try:
-        win = match.tablebase_outcome(chess.Board("8/8/8/4k3/8/8/8/3QK3 b - - 0 1"), tablebase)
+        win = tablebase_outcome(chess.Board("8/8/8/4k3/8/8/8/3QK3 b - - 0 1"), tablebase)
         assert win is not None and win.result == "1-0" and win.reason == "tablebase win"
-        draw = match.tablebase_outcome(chess.Board("4k3/8/8/8/8/8/4P3/4K3 b - - 0 1"), tablebase)
+        draw = tablebase_outcome(chess.Board("4k3/8/8/8/8/8/4P3/4K3 b - - 0 1"), tablebase)
         assert draw is not None and draw.result == "1/2-1/2"
         many = chess.Board()  # 32 pieces: not probed
-        assert match.tablebase_outcome(many, tablebase) is None
+        assert tablebase_outcome(many, tablebase) is None
     finally:
         tablebase.close()
 
@@ -330,12 +360,17 @@ def _children(pid: int) -> list[int]:
     return kids
 
 
-@needs_stockfish
 def test_sigterm_stops_engines_even_a_hung_one() -> None:
     # engines run in their own process groups, so the runner must stop them itself; the hung
     # engine would not even exit on end-of-input like Stockfish does
-    command = [sys.executable, "-m", "engine", "match", f"{sys.executable} {BAD_ENGINE} hang 1"]
-    command += [STOCKFISH, "--nodes=1000", "--games=20", "--concurrency=2", "--quiet"]
+    command = [
+        sys.executable,
+        "-m",
+        "oneply.engine",
+        "match",
+        f"{sys.executable} {BAD_ENGINE} hang 1",
+    ]
+    command += [stockfish_path(), "--nodes=1000", "--games=20", "--concurrency=2", "--quiet"]
     proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 20

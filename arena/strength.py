@@ -1,0 +1,303 @@
+"""`oneply strength MODEL`: the strength suite, one rating for one model in a few minutes.
+
+1. **Dev puzzles** by rating band, solved twice: with plain argmax (the model alone) and with
+   the full move policy (mate in one, stalemate/repetition handling, mate fallback), using
+   the one puzzle checker of :mod:`oneply.training.evaluate`.
+2. **Games** against opponents of known strength, weakest first: the built-in ``random`` and
+   ``greedy`` engines (:mod:`oneply.arena.opponents`), Stockfish at Skill Level 0 with a small
+   node budget, and Stockfish's ``UCI_Elo`` levels.
+3. **One rating** fitted by maximum likelihood over all games, with each opponent fixed at
+   its anchor rating (:data:`ANCHORS`; UCI_Elo levels at their nominal Elo) and a weak prior
+   (:func:`oneply.arena.elo.fit_anchored`), so a model below Stockfish's weakest level, or one
+   that loses every game, still gets a finite number with an interval.
+
+Why anchors rather than a ladder alone: today's models lose every game to UCI_Elo 1350, so the
+ladder can only say "below". The weak opponents were rated once against Stockfish's levels
+(README, "Strength suite"), which extends the same scale downwards.
+
+``--baseline OTHER.onnx`` runs the suite for both models and prints the rating difference with
+its interval: whether a new model beats the last one, in one command.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from oneply.arena import DEV_PUZZLES, elo, match
+from oneply.arena.engines import EngineStartError
+from oneply.arena.ladder import UCI_ELO_MAX, UCI_ELO_MIN, append_pgn
+from oneply.arena.opponents import builtin_spec
+from oneply.arena.runner import run_match
+from oneply.arena.settings import EngineSpec, TimeControl
+from oneply.engine.stockfish import LOOKUP_TEXT, StockfishNotFound, require_stockfish
+
+#: ratings of the non-UCI_Elo opponents on Stockfish's UCI_Elo scale at the suite's default
+#: time control, measured once with the `oneply match` runs listed in the README
+ANCHORS: dict[str, float] = {
+    "random": -890.0,
+    "greedy": 625.0,
+    "sf-skill0": 1145.0,
+}
+
+#: the default time control of every game (the model answers at once; Stockfish is fast)
+DEFAULT_TC = TimeControl(base=5.0, inc=0.05)
+
+CAVEAT = (
+    "UCI_Elo levels count at their nominal Elo (Stockfish calibrated them at 60s+0.6s); "
+    "random/greedy/sf-skill0 at anchors measured against them at the suite's default time "
+    "control. Compare ratings only across runs with the same settings."
+)
+
+
+@dataclass
+class OpponentResult:
+    """The games against one opponent, from the model's side."""
+
+    name: str
+    anchor: float
+    wins: int = 0
+    draws: int = 0
+    losses: int = 0
+    seconds: float = 0.0
+
+    @property
+    def games(self) -> int:
+        return self.wins + self.draws + self.losses
+
+    @property
+    def points(self) -> float:
+        return self.wins + 0.5 * self.draws
+
+    def to_dict(self) -> dict[str, Any]:
+        lo, hi = elo.level_interval(self.points, self.games)
+        return {
+            "name": self.name,
+            "anchor": self.anchor,
+            "games": self.games,
+            "wins": self.wins,
+            "draws": self.draws,
+            "losses": self.losses,
+            "score": self.points / self.games if self.games else None,
+            "score_ci95": [lo, hi],
+            "seconds": self.seconds,
+        }
+
+
+@dataclass
+class SuiteResult:
+    """Everything one model's suite run measured."""
+
+    model: str
+    opponents: list[OpponentResult] = field(default_factory=list)
+    puzzles: dict[str, Any] = field(default_factory=dict)
+    rating: elo.RatingFit | None = None
+    seconds: float = 0.0
+    interrupted: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "model": self.model,
+            "rating": self.rating.to_dict() if self.rating else None,
+            "opponents": [o.to_dict() for o in self.opponents],
+            "puzzles": self.puzzles,
+            "seconds": self.seconds,
+            "interrupted": self.interrupted,
+        }
+
+
+def combined_rating(opponents: list[OpponentResult]) -> elo.RatingFit | None:
+    """The ML rating over every opponent played (None before any game)."""
+    played = [o for o in opponents if o.games]
+    if not played:
+        return None
+    return elo.fit_anchored(
+        [o.anchor for o in played], [o.points for o in played], [o.games for o in played]
+    )
+
+
+# --------------------------------------------------------------------------- opponents
+
+
+def opponent_plan(args: argparse.Namespace) -> list[tuple[str, int, float]]:
+    """(built-in name, games, anchor rating) for each opponent with games > 0, weakest first."""
+    plan = [
+        ("random", args.games_random, ANCHORS["random"]),
+        ("greedy", args.games_greedy, ANCHORS["greedy"]),
+        ("sf-skill0", args.games_skill, ANCHORS["sf-skill0"]),
+    ]
+    plan += [(f"sf-elo{level}", args.games_per_level, float(level)) for level in args.levels]
+    return [(name, games, anchor) for name, games, anchor in plan if games > 0]
+
+
+def model_engine(model: str, tc: TimeControl, seed: int) -> EngineSpec:
+    """`oneply uci` with the model file; one thread (games run side by side), seeded."""
+    spec = builtin_spec("oneply", tc)
+    assert spec is not None
+    options = (("ModelFile", str(Path(model).resolve())), ("Threads", "1"), ("Seed", str(seed)))
+    return EngineSpec(spec.command, options, tc, name=Path(model).stem)
+
+
+def play_opponents(args: argparse.Namespace, model: str, result: SuiteResult) -> None:
+    """Every planned match, in order; Ctrl-C keeps the games already played."""
+    tc = match.time_control(args)
+    engine = model_engine(model, tc, args.seed)
+    for number, (name, games, anchor) in enumerate(opponent_plan(args)):
+        opponent = builtin_spec(name, tc, args.seed + number, args.stockfish)
+        assert opponent is not None
+        settings = match.common_settings(args, engine, opponent, games, args.seed + number)
+        settings.event = f"oneply strength vs {name}"
+        settings.pgn_path = None
+        try:
+            played = run_match(settings)
+        except KeyboardInterrupt:
+            print("interrupted; rating the games played so far", file=sys.stderr)
+            result.interrupted = True
+            return
+        s = played.stats
+        result.opponents.append(
+            OpponentResult(name, anchor, s["wins"], s["draws"], s["losses"], played.seconds)
+        )
+        if args.pgn:
+            append_pgn(args.pgn, played)
+        if not args.quiet:
+            print(
+                f"  {engine.label()} vs {name}: {s['wins']}/{s['draws']}/{s['losses']}"
+                f" ({played.seconds:.0f}s)",
+                file=sys.stderr,
+            )
+
+
+# --------------------------------------------------------------------------- puzzles
+
+
+def solve_dev_puzzles(
+    model: str, path: str, limit: int | None, seed: int, stockfish: str = ""
+) -> dict[str, Any]:
+    """Puzzle accuracy by rating band: plain argmax, and the full move policy (no sampling:
+    a puzzle asks for the best move)."""
+    from oneply.engine.inference import Scorer
+    from oneply.engine.policy import MovePolicy, PolicyConfig
+    from oneply.training.evaluate import puzzle_report, read_puzzles, solve_puzzles
+
+    puzzles = read_puzzles(Path(path), limit)
+    scorer = Scorer(model)
+    policy = MovePolicy(PolicyConfig(sample_moves=0, seed=seed, stockfish_path=stockfish))
+    try:
+        argmax = solve_puzzles(scorer, puzzles)
+        full = solve_puzzles(scorer, puzzles, choose=lambda b, s: policy.choose(b, s).move)
+    finally:
+        policy.close()
+    return {
+        "file": str(path),
+        "argmax": puzzle_report(puzzles, argmax),
+        "policy": puzzle_report(puzzles, full),
+    }
+
+
+# --------------------------------------------------------------------------- CLI
+
+
+def run_suite(args: argparse.Namespace, model: str) -> SuiteResult:
+    start = time.perf_counter()
+    result = SuiteResult(model)
+    if args.puzzles and args.puzzle_limit != 0:
+        result.puzzles = solve_dev_puzzles(
+            model, args.puzzles, args.puzzle_limit, args.seed, args.stockfish
+        )
+    play_opponents(args, model, result)
+    result.rating = combined_rating(result.opponents)
+    result.seconds = time.perf_counter() - start
+    return result
+
+
+def parse_levels(text: str) -> list[int]:
+    try:
+        levels = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"levels must be integers, got {text!r}") from exc
+    bad = [x for x in levels if not UCI_ELO_MIN <= x <= UCI_ELO_MAX]
+    if bad:
+        raise argparse.ArgumentTypeError(f"UCI_Elo levels must lie in 1350..2850, got {bad}")
+    return levels
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.epilog = (
+        "Dev puzzles (argmax and full policy), then games vs random, greedy, Stockfish\n"
+        "Skill Level 0 and UCI_Elo levels, combined into one rating with a 95% interval.\n"
+        "  oneply strength new.onnx --baseline models/oneply-small.onnx --plot s.png\n"
+        "Caveat: " + CAVEAT
+    )
+    parser.add_argument("model", help="ONNX model file")
+    parser.add_argument("--baseline", metavar="ONNX", help="also run this model and compare")
+    games = parser.add_argument_group("games per opponent (0 skips it)")
+    games.add_argument("--games-random", type=int, default=20, metavar="N", help="(20)")
+    games.add_argument("--games-greedy", type=int, default=40, metavar="N", help="(40)")
+    games.add_argument("--games-skill", type=int, default=20, metavar="N", help="vs sf-skill0 (20)")
+    games.add_argument(
+        "--games-per-level", type=int, default=10, metavar="N", help="per UCI_Elo level (10)"
+    )
+    games.add_argument(
+        "--levels",
+        type=parse_levels,
+        default=[1350, 1500],
+        metavar="ELO,...",
+        help="Stockfish UCI_Elo levels (default 1350,1500)",
+    )
+    games.add_argument("--stockfish", default="", help=f"Stockfish binary (default: {LOOKUP_TEXT})")
+    puzzles = parser.add_argument_group("puzzles")
+    puzzles.add_argument("--puzzles", default=str(DEV_PUZZLES), help="puzzle CSV (dev set)")
+    puzzles.add_argument(
+        "--puzzle-limit", type=int, metavar="N", help="N puzzles, evenly spaced (0: none)"
+    )
+    parser.add_argument("--plot", metavar="PNG", help="write the plot here")
+    match.add_engine_arguments(parser, DEFAULT_TC.pgn_tag())
+    parser.set_defaults(tc=DEFAULT_TC)
+
+
+def run(args: argparse.Namespace) -> int:
+    from oneply.arena import strength_report as report
+
+    models = [args.model] + ([args.baseline] if args.baseline else [])
+    missing = [m for m in models if not Path(m).is_file()]
+    if missing:
+        print(f"oneply strength: no such model file: {', '.join(missing)}", file=sys.stderr)
+        return 2
+    if args.puzzles and args.puzzle_limit != 0 and not Path(args.puzzles).is_file():
+        print(
+            f"oneply strength: no puzzle file {args.puzzles} (--puzzle-limit 0 skips puzzles)",
+            file=sys.stderr,
+        )
+        return 2
+    try:
+        args.stockfish = require_stockfish(args.stockfish)
+    except StockfishNotFound as exc:
+        print(f"oneply strength: {exc}", file=sys.stderr)
+        return 2
+    if args.pgn:
+        Path(args.pgn).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.pgn).write_text("")
+    results = []
+    for model in models:
+        try:
+            results.append(run_suite(args, model))
+        except EngineStartError as exc:
+            print(f"oneply strength: engine unusable: {exc}", file=sys.stderr)
+            return 2
+        if results[-1].interrupted:
+            break
+    print(report.table(results, match.time_control(args)))
+    print(f"  caveat: {CAVEAT}")
+    if args.json:
+        match.write_json(args.json, report.to_json(results, args, CAVEAT))
+        print(f"  wrote {args.json}")
+    if args.plot:
+        if report.plot(args.plot, results):
+            print(f"  wrote {args.plot}")
+    return 130 if results[-1].interrupted else 0

@@ -1,0 +1,72 @@
+"""`oneply train ablate`: variants differ only in what they say, share one budget of positions,
+and a run trains, measures, writes the table and skips finished variants when called again."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from oneply.training import ablation  # noqa: E402
+from tests.test_fit import make_shard  # noqa: E402
+
+
+def init_weights(tmp_path: Path, name: str) -> dict:
+    path = tmp_path / name / "init.pt"
+    ablation.write_init(ablation.variant_named(name), path, seed=5, preset="tiny")
+    return torch.load(path, weights_only=False)
+
+
+def test_variants_change_only_what_they_name(tmp_path: Path) -> None:
+    v1, pos, squares, pieces = (
+        init_weights(tmp_path, n) for n in ("v1", "pos-init", "squares", "pieces")
+    )
+    assert not v1["model"]["pos_embed"].any() and pos["model"]["pos_embed"].abs().sum() > 0
+    assert "from_embed.weight" not in v1["model"] and "from_embed.weight" in squares["model"]
+    assert "from_piece.weight" not in squares["model"] and "from_piece.weight" in pieces["model"]
+    # same seed: the parts they share start identical, so the table compares like with like
+    assert torch.equal(v1["model"]["state_embed.weight"], pos["model"]["state_embed.weight"])
+    deep = init_weights(tmp_path, "deep")["config"]
+    assert (deep["layers"], deep["width"]) == (8, 96)
+
+
+def test_every_variant_sees_the_same_number_of_positions() -> None:
+    args = argparse.Namespace(data=["d"], positions=12_800, seed=0)
+    configs = {
+        name: ablation.train_config(ablation.variant_named(name), args, Path("o"))
+        for name in ("pieces", "batch-64", "batch-256", "warmup-0", "lr-3e-4")
+    }
+    assert {c.steps * c.batch for c in configs.values()} == {12_800}
+    assert configs["batch-64"].steps == 2 * configs["pieces"].steps
+    assert configs["pieces"].warmup == configs["pieces"].steps // 20
+    assert configs["warmup-0"].warmup == 0 and configs["lr-3e-4"].lr == 3e-4
+    assert configs["pieces"].init.endswith("init.pt") and configs["pieces"].seed == 0
+
+
+def test_ablation_trains_measures_writes_the_table_and_resumes(tmp_path: Path) -> None:
+    data = make_shard(tmp_path / "data", 160)
+    out = tmp_path / "ablate"
+    parser = argparse.ArgumentParser()
+    ablation.add_arguments(parser)
+    argv = [str(data), "--out", str(out), "--positions", "256", "--games", "2"]
+    argv += ["--only", "v1,squares", "--preset", "tiny", "--puzzle-limit", "12"]
+    argv += ["--val-positions", "16", "--threads", "1", "--quiet"]
+    assert ablation.run(parser.parse_args(argv)) == 0
+
+    rows = json.loads((out / "table.json").read_text())
+    assert [r["variant"] for r in rows] == ["v1", "squares"]
+    for row in rows:
+        assert row["positions_seen"] == 256 and 0.0 <= row["puzzles"] <= 1.0
+        assert row["val_loss"] > 0 and -1.0 <= row["kendall_tau"] <= 1.0
+        greedy = row["greedy"]
+        assert greedy["wins"] + greedy["draws"] + greedy["losses"] == 2
+    assert rows[0]["parameters"] < rows[1]["parameters"]  # squares adds the square embeddings
+    assert "| v1 |" in (out / "table.md").read_text() and (out / "ablation.png").stat().st_size
+
+    stamp = (out / "v1" / "result.json").stat().st_mtime_ns
+    assert ablation.run(parser.parse_args(argv)) == 0  # finished variants are not redone
+    assert (out / "v1" / "result.json").stat().st_mtime_ns == stamp

@@ -1,0 +1,307 @@
+"""`oneply train ablate`: the sample-efficiency table.
+
+Variants of the model and of its training, each trained from scratch under one fixed budget —
+the same data, the same seed, the same number of positions seen — and each measured the same
+way: validation loss, action accuracy and Kendall τ on the data's `val` split, plain-argmax
+accuracy on the dev puzzles, and a short match against the built-in ``greedy`` capture-grabber.
+
+Why a budget of positions and not of wall-clock time: on a shared 2-core machine the time a
+step takes depends on whatever else runs, while the positions a run has learnt from do not; the
+training seconds are still reported, so a variant that is slower per position shows it.
+
+Every variant lives in ``OUT/<name>/``: its initial weights (``init.pt``), the `fit` run
+(checkpoints, so a killed ablation resumes), the exported model and ``result.json``. A finished
+variant is skipped on the next call, so two processes can share the work with ``--only`` and
+any call prints the table of everything finished so far (``table.md``, ``table.json``,
+``ablation.png``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from oneply.arena import DEV_PUZZLES
+from oneply.engine.errors import CommandError
+
+#: the architecture every variant starts from (--preset)
+BASE_PRESET = "small"
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One row of the table: what differs from the base run."""
+
+    name: str
+    what: str
+    model: dict[str, Any] = field(default_factory=dict)  # ModelConfig fields
+    train: dict[str, Any] = field(default_factory=dict)  # TrainConfig fields
+    zero_positions: bool = False  # positional embeddings start at zero (the v1 init)
+
+
+VARIANTS: tuple[Variant, ...] = (
+    Variant(
+        "v1",
+        "opaque move id, positional embeddings at zero (model v1)",
+        {"move_features": False},
+        zero_positions=True,
+    ),
+    Variant("pos-init", "v1 + positions initialised like other weights", {"move_features": False}),
+    Variant("squares", "+ move token gets from/to-square and promotion", {"piece_features": False}),
+    Variant("pieces", "+ the pieces on those squares (shipped v2 architecture)"),
+    Variant("mirror", "+ board mirrored for black, inside the graph", {"mirror": True}),
+    Variant("deep", "8 layers x 96 wide (about the same parameters)", {"layers": 8, "width": 96}),
+    Variant("wide", "2 layers x 176 wide (about the same parameters)", {"layers": 2, "width": 176}),
+    Variant("lr-3e-4", "learning rate 3e-4 (base 1e-3)", train={"lr": 3e-4}),
+    Variant("lr-2e-3", "learning rate 2e-3", train={"lr": 2e-3}),
+    Variant("batch-64", "64 positions per step (twice the steps)", train={"batch": 64}),
+    Variant("batch-256", "256 positions per step (half the steps)", train={"batch": 256}),
+    Variant("warmup-0", "no warm-up (base: 5% of the steps)", train={"warmup": 0}),
+    Variant("ema-0.999", "EMA decay 0.999 (base 0.99)", train={"ema_decay": 0.999}),
+    Variant("no-ema", "no EMA: the raw weights", train={"ema_decay": 0.0}),
+)
+
+#: the base run's training settings (a variant overrides some)
+BASE_TRAIN: dict[str, Any] = {"batch": 128, "lr": 1e-3, "ema_decay": 0.99}
+
+
+def variant_named(name: str) -> Variant:
+    for variant in VARIANTS:
+        if variant.name == name:
+            return variant
+    known = ", ".join(v.name for v in VARIANTS)
+    raise CommandError(f"no ablation variant {name!r}; known: {known}")
+
+
+def supported(variant: Variant) -> bool:
+    """Whether this oneply's ModelConfig has every field the variant changes."""
+    from oneply.training.model import ModelConfig
+
+    names = {f.name for f in dataclasses.fields(ModelConfig)}
+    return set(variant.model) <= names
+
+
+# --------------------------------------------------------------------------- one variant
+
+
+def write_init(variant: Variant, path: Path, seed: int, preset: str = BASE_PRESET) -> int:
+    """The variant's initial weights as a warm-start checkpoint (`fit --init`); returns the
+    parameter count. Seeded, so every variant's shared parts start the same way."""
+    import torch
+
+    from oneply.training.model import PRESETS, ActionValueModel
+
+    config = dataclasses.replace(PRESETS[preset], **variant.model)
+    torch.manual_seed(seed)
+    model = ActionValueModel(config)
+    if variant.zero_positions:
+        with torch.no_grad():
+            model.pos_embed.zero_()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    torch.save({"config": config.to_dict(), "model": model.state_dict(), "preset": "custom"}, path)
+    return model.num_parameters()
+
+
+def train_config(variant: Variant, args: argparse.Namespace, out: Path):
+    """The variant's `fit` settings: the base run's, its overrides, and the steps that make
+    the position budget at its batch size."""
+    from oneply.training.config import TrainConfig
+
+    settings = {**BASE_TRAIN, **variant.train}
+    steps = max(1, args.positions // settings["batch"])
+    settings.setdefault("warmup", max(1, steps // 20))
+    return TrainConfig(
+        data=list(args.data),
+        out=str(out / "fit"),
+        steps=steps,
+        init=str(out / "init.pt"),
+        seed=args.seed,
+        eval_every=max(1, steps // 4),
+        checkpoint_every=max(1, steps // 8),
+        exclude_puzzles=[str(DEV_PUZZLES)],
+        puzzles="",
+        **settings,
+    )
+
+
+def greedy_score(model: Path, games: int, seed: int) -> dict[str, Any]:
+    """W/D/L against the built-in greedy opponent, through the strength suite's match code."""
+    from oneply.arena import strength
+
+    parser = argparse.ArgumentParser()
+    strength.add_arguments(parser)
+    args = parser.parse_args(
+        [str(model), "--games-random", "0", "--games-greedy", str(games), "--games-skill", "0"]
+        + ["--games-per-level", "0", "--puzzle-limit", "0", "--seed", str(seed), "--quiet"]
+    )
+    result = strength.SuiteResult(str(model))
+    strength.play_opponents(args, str(model), result)
+    (played,) = result.opponents
+    score = (played.wins + 0.5 * played.draws) / max(1, played.games)
+    return {"wins": played.wins, "draws": played.draws, "losses": played.losses, "score": score}
+
+
+def run_variant(variant: Variant, args: argparse.Namespace) -> dict[str, Any]:
+    """Train, export and measure one variant (resuming whatever an earlier call left)."""
+    from oneply.training.evaluate import evaluate_model
+    from oneply.training.export import export_model, load_checkpoint_model
+    from oneply.training.fit import train
+
+    out = Path(args.out) / variant.name
+    if not (out / "init.pt").exists():
+        write_init(variant, out / "init.pt", args.seed, args.preset)
+    config = train_config(variant, args, out)
+    started = time.perf_counter()
+    summary = train(config, resume=True, quiet=args.quiet)
+    model, checkpoint = load_checkpoint_model(out / "fit" / "checkpoint.pt")
+    onnx_path = out / "model.onnx"
+    export_model(model, onnx_path, preset=variant.name, training=summary)
+    report = evaluate_model(
+        onnx_path,
+        data=list(args.data),
+        limit=args.val_positions,
+        puzzle_limit=args.puzzle_limit,
+        threads=args.threads,
+    )
+    positions, puzzles = report.get("positions", {}), report.get("puzzles", {})
+    result = {
+        "variant": variant.name,
+        "what": variant.what,
+        "parameters": model.num_parameters(),
+        "steps": config.steps,
+        "batch": config.batch,
+        "positions_seen": config.steps * config.batch,
+        "train_seconds": round(checkpoint["summary"].get("train_seconds", 0.0), 1),
+        "val_loss": checkpoint.get("metrics", {}).get("val_loss"),
+        "accuracy": positions.get("accuracy"),
+        "kendall_tau": positions.get("kendall_tau"),
+        "log_loss": positions.get("log_loss"),
+        "puzzles": puzzles.get("accuracy"),
+        "greedy": greedy_score(onnx_path, args.games, args.seed) if args.games else None,
+        "wall_seconds": round(time.perf_counter() - started, 1),
+    }
+    (out / "result.json").write_text(json.dumps(result, indent=1) + "\n")
+    return result
+
+
+# --------------------------------------------------------------------------- the table
+
+
+def finished(out: Path) -> list[dict[str, Any]]:
+    """The results of every finished variant, in table order."""
+    rows = []
+    for variant in VARIANTS:
+        path = out / variant.name / "result.json"
+        if path.exists():
+            rows.append(json.loads(path.read_text()))
+    return rows
+
+
+def _cell(value: float | None, pattern: str) -> str:
+    return "–" if value is None else format(value, pattern)
+
+
+def markdown(rows: list[dict[str, Any]]) -> str:
+    """The table as GitHub markdown (README, model card, terminal)."""
+    lines = [
+        "| variant | what changes | params | steps x batch | train s | val loss | accuracy "
+        "| Kendall τ | dev puzzles | vs greedy (W/D/L) |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---|",
+    ]
+    for r in rows:
+        g = r.get("greedy")
+        greedy = f"{g['score']:.0%} ({g['wins']}/{g['draws']}/{g['losses']})" if g else "–"
+        lines.append(
+            f"| {r['variant']} | {r['what']} | {r['parameters'] / 1e6:.2f}M "
+            f"| {r['steps']} x {r['batch']} | {r['train_seconds']:.0f} "
+            f"| {_cell(r['val_loss'], '.3f')} | {_cell(r['accuracy'], '.1%')} "
+            f"| {_cell(r['kendall_tau'], '.3f')} | {_cell(r['puzzles'], '.1%')} | {greedy} |"
+        )
+    return "\n".join(lines)
+
+
+def plot(rows: list[dict[str, Any]], path: Path) -> None:
+    """Validation loss, puzzles and greedy score per variant, as bars (PNG)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = [r["variant"] for r in rows]
+    panels = (
+        ("val loss (nats, lower is better)", [r["val_loss"] or 0.0 for r in rows]),
+        ("dev puzzles, argmax", [r["puzzles"] or 0.0 for r in rows]),
+        ("score vs greedy", [(r["greedy"] or {}).get("score", 0.0) for r in rows]),
+    )
+    fig, axes = plt.subplots(1, 3, figsize=(16, 4.5))
+    for ax, (title, values) in zip(axes, panels, strict=True):
+        ax.barh(names[::-1], values[::-1], color="tab:blue")
+        ax.set_title(title)
+        ax.grid(axis="x", alpha=0.3)
+    positions = rows[0]["positions_seen"] if rows else 0
+    fig.suptitle(f"oneply train ablate: every variant trained on {positions:,} positions")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def write_report(out: Path) -> str:
+    rows = finished(out)
+    text = markdown(rows)
+    (out / "table.md").write_text(text + "\n")
+    (out / "table.json").write_text(json.dumps(rows, indent=1) + "\n")
+    if rows:
+        plot(rows, out / "ablation.png")
+    return text
+
+
+# --------------------------------------------------------------------------- CLI
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.epilog = "variants:\n" + "\n".join(f"  {v.name:<10} {v.what}" for v in VARIANTS)
+    parser.add_argument("data", nargs="+", help="annotated shard directories (fixed while it runs)")
+    parser.add_argument("--out", default="runs/ablate", help="one folder per variant, the table")
+    parser.add_argument(
+        "--positions", type=int, default=76_800, help="training positions per variant (76,800)"
+    )
+    parser.add_argument("--games", type=int, default=20, help="games vs greedy (0: none)")
+    parser.add_argument("--val-positions", type=int, default=2048)
+    parser.add_argument("--puzzle-limit", type=int, help="dev puzzles, evenly spaced (all)")
+    parser.add_argument("--preset", default=BASE_PRESET, help=f"base architecture ({BASE_PRESET})")
+    parser.add_argument("--only", help="comma-separated variant names (default: all)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--threads", type=int, help="torch and onnxruntime threads")
+    parser.add_argument("--report", action="store_true", help="only print the table so far")
+    parser.add_argument("--quiet", action="store_true", help="no progress bars")
+
+
+def run(args: argparse.Namespace) -> int:
+    import torch
+
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    missing = [d for d in args.data if not Path(d).is_dir()]
+    if missing:
+        raise CommandError(f"no such data directory: {', '.join(missing)}")
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    chosen = [variant_named(n) for n in args.only.split(",")] if args.only else list(VARIANTS)
+    for variant in [] if args.report else chosen:
+        if (out / variant.name / "result.json").exists():
+            continue
+        if not supported(variant):
+            print(f"skipping {variant.name}: this oneply's model has no {sorted(variant.model)}")
+            continue
+        print(f"== {variant.name}: {variant.what}", flush=True)
+        run_variant(variant, args)
+        print(write_report(out), flush=True)
+    print(write_report(out))
+    print(f"wrote {out / 'table.md'}, {out / 'table.json'}, {out / 'ablation.png'}")
+    return 0

@@ -1,0 +1,135 @@
+"""From annotated shards to batches: padding (Batch, collate), the resumable data order
+(BatchOrder), and the training indices with puzzle positions excluded."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from oneply.engine.errors import CommandError
+from oneply.training.dataset import AnnotatedDataset, position_key
+
+
+@dataclass
+class Batch:
+    """Positions padded to the widest one: move id -1 and mask False mark padding."""
+
+    states: torch.Tensor  # int64 [B, 77]
+    moves: torch.Tensor  # int64 [B, N]
+    wins: torch.Tensor  # float32 [B, N]
+    mask: torch.Tensor  # bool [B, N]
+
+    @property
+    def action_values(self) -> int:
+        return int(self.mask.sum())
+
+    def to(self, device: torch.device) -> Batch:
+        """On `device`; to a GPU through pinned memory, so the copy is truly asynchronous."""
+        if device.type != "cuda":
+            return Batch(*(t.to(device) for t in asdict_shallow(self)))
+        return Batch(*(t.pin_memory().to(device, non_blocking=True) for t in asdict_shallow(self)))
+
+    def split(self, size: int) -> list[Batch]:
+        parts = zip(*(t.split(size) for t in asdict_shallow(self)), strict=True)
+        return [Batch(*part) for part in parts]
+
+
+def asdict_shallow(batch: Batch) -> tuple[torch.Tensor, ...]:
+    return batch.states, batch.moves, batch.wins, batch.mask
+
+
+def collate(examples: list[tuple[np.ndarray, np.ndarray, np.ndarray]]) -> Batch:
+    width = max(len(moves) for _, moves, _ in examples)
+    moves = np.full((len(examples), width), -1, dtype=np.int64)
+    wins = np.zeros((len(examples), width), dtype=np.float32)
+    for row, (_, ids, values) in enumerate(examples):
+        moves[row, : len(ids)] = ids
+        wins[row, : len(ids)] = values
+    states = np.stack([state for state, _, _ in examples]).astype(np.int64)
+    moves_t = torch.from_numpy(moves)
+    return Batch(torch.from_numpy(states), moves_t, torch.from_numpy(wins), moves_t >= 0)
+
+
+class BatchOrder:
+    """Which dataset indices form batch `b` of epoch `e`, for this rank: a pure function of
+    (seed, epoch), so resuming needs only the step.
+
+    Every epoch: a permutation of the training positions, cut into windows of `bucket` global
+    batches; each window is sorted by move count (less padding), cut into batches, and those
+    batches are shuffled. A global batch of batch·world positions is split between ranks.
+    """
+
+    def __init__(
+        self, lengths: np.ndarray, batch: int, bucket: int, seed: int, rank=0, world=1, stream=0
+    ):
+        self.lengths, self.batch, self.bucket = lengths, batch, max(1, bucket)
+        self.seed, self.rank, self.world = seed, rank, world
+        #: random stream: 0 for a run's first data segment, i for its i-th (--follow)
+        self.stream = stream
+        self.global_batch = batch * world
+        self.per_epoch = len(lengths) // self.global_batch
+        if self.per_epoch == 0:
+            raise CommandError(
+                f"{len(lengths)} training positions cannot fill one batch of "
+                f"{self.global_batch}; lower --batch or annotate more positions"
+            )
+        self._cache: tuple[int, np.ndarray] | None = None
+
+    def epoch_batches(self, epoch: int) -> np.ndarray:
+        """[per_epoch, global_batch] dataset indices of one epoch."""
+        if self._cache and self._cache[0] == epoch:
+            return self._cache[1]
+        key = [self.seed, epoch] if self.stream == 0 else [self.seed, self.stream, epoch]
+        rng = np.random.default_rng(key)
+        order = rng.permutation(len(self.lengths))[: self.per_epoch * self.global_batch]
+        window = self.bucket * self.global_batch
+        for start in range(0, len(order), window):
+            chunk = order[start : start + window]
+            order[start : start + window] = chunk[np.argsort(self.lengths[chunk], kind="stable")]
+        batches = order.reshape(self.per_epoch, self.global_batch)
+        batches = batches[rng.permutation(self.per_epoch)]
+        self._cache = (epoch, batches)
+        return batches
+
+    def position(self, step: int) -> tuple[int, int]:
+        """(epoch, batch index within the epoch) of a global step."""
+        return divmod(step, self.per_epoch)
+
+    def indices(self, step: int) -> np.ndarray:
+        epoch, index = self.position(step)
+        global_batch = self.epoch_batches(epoch)[index]
+        return global_batch[self.rank :: self.world]
+
+
+def puzzle_keys(csv_path: Path) -> set[bytes]:
+    """Position keys of every position along every puzzle line (never train on them)."""
+    import csv
+
+    import chess
+
+    from oneply.engine.tokenizer import tokenize
+
+    keys = set()
+    with open(csv_path, newline="") as file:
+        for row in csv.DictReader(file):
+            board = chess.Board(row["FEN"])
+            keys.add(position_key(tokenize(board)))
+            for uci in row["Moves"].split():
+                board.push_uci(uci)
+                keys.add(position_key(tokenize(board)))
+    return keys
+
+
+def training_indices(dataset: AnnotatedDataset, excluded: set[bytes]) -> np.ndarray:
+    """Indices of the training positions, minus any evaluation (puzzle) position."""
+    if not excluded:
+        return np.arange(len(dataset))
+    keep = [i for i in range(len(dataset)) if position_key(dataset[i][0]) not in excluded]
+    return np.asarray(keep, dtype=np.int64)
+
+
+def move_counts(dataset: AnnotatedDataset, indices: np.ndarray) -> np.ndarray:
+    return np.array([len(dataset[int(i)][1]) for i in indices], dtype=np.int64)

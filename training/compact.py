@@ -1,0 +1,124 @@
+"""The compact shard format (``oneply-shard-v2``): the position and one value per legal move.
+
+A v1 shard (training/dataset.py) stores every legal move id (int16) beside its value (float32)
+and the positions uncompressed: about 250 bytes per position. The move ids carry no
+information — they follow from the position in python-chess generation order, the order the
+trainer reads them in — so a v2 shard stores only what cannot be recomputed::
+
+    DIR/shard-name/
+        data.npz     zlib-compressed: states uint8 [P, 77]  the model's state tokens
+                                      counts uint8 [P]      legal moves per position (a check)
+                                      values uint16 [M]     win probability × 65535, rounded
+        meta.json    format, count, action_values, sha256 (of data.npz), whatever the writer adds
+
+Reading loads the (small) arrays into memory once; a row's move ids are recomputed from its
+tokens when the row is read (tokens → FEN → python-chess legal moves), which also checks the
+count stored beside them. Quantising to 1/65535 is far below the resolution of the value
+bins the model predicts.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+from collections.abc import Sequence
+from pathlib import Path
+
+import chess
+import numpy as np
+
+from oneply.engine.moves import MOVE_INDEX
+from oneply.engine.tokenizer import CHARACTERS, STATE_LENGTH, VOCAB_SIZE
+
+FORMAT = "oneply-shard-v2"
+DATA = "data.npz"
+SCALE = 65535
+_CHARACTER_BYTES = np.frombuffer(CHARACTERS.encode(), dtype=np.uint8)
+_EMPTY_RUN = re.compile(r"\.+")
+
+
+def fen_of_tokens(state: np.ndarray) -> str:
+    """The FEN a row of 77 state tokens was made from (the inverse of tokenizer.state_string)."""
+    text = _CHARACTER_BYTES[np.asarray(state, dtype=np.int64)].tobytes().decode()
+    board = "/".join(text[1 + rank * 8 : 9 + rank * 8] for rank in range(8))
+    board = _EMPTY_RUN.sub(lambda run: str(len(run.group())), board)
+    castling = text[65:69].rstrip(".") or "-"
+    ep = text[69:71].rstrip(".") or "-"
+    halfmove, fullmove = text[71:74].rstrip("."), text[74:77].rstrip(".")
+    return f"{board} {text[0]} {castling} {ep} {halfmove} {fullmove}"
+
+
+def board_of_tokens(state: np.ndarray) -> chess.Board:
+    return chess.Board(fen_of_tokens(state))
+
+
+def move_ids_of(board: chess.Board) -> np.ndarray:
+    """Legal move ids in python-chess generation order (the order values are stored in)."""
+    return np.fromiter((MOVE_INDEX[m.uci()] for m in board.legal_moves), np.int64)
+
+
+def quantise(wins: np.ndarray) -> np.ndarray:
+    return np.rint(np.asarray(wins, dtype=np.float64) * SCALE).astype(np.uint16)
+
+
+def dequantise(values: np.ndarray) -> np.ndarray:
+    return values.astype(np.float32) / np.float32(SCALE)
+
+
+def pack(states: np.ndarray, wins: Sequence[np.ndarray]) -> dict[str, np.ndarray]:
+    """Check the writer's input and build the three arrays of a v2 shard."""
+    states = np.asarray(states)
+    if states.ndim != 2 or states.shape[1] != STATE_LENGTH:
+        raise ValueError(f"states must have shape [P, {STATE_LENGTH}], got {states.shape}")
+    if len(states) != len(wins):
+        raise ValueError(f"{len(states)} states but {len(wins)} value lists")
+    if len(states) and (states.min() < 0 or states.max() >= VOCAB_SIZE):
+        raise ValueError(f"state tokens must be in [0, {VOCAB_SIZE})")
+    counts = np.array([len(w) for w in wins], dtype=np.int64)
+    if len(counts) and (counts.min() < 1 or counts.max() > 255):
+        raise ValueError("every position needs 1 to 255 legal moves (drop mates and stalemates)")
+    flat = np.concatenate([np.asarray(w, np.float64) for w in wins]) if len(wins) else np.zeros(0)
+    if len(flat) and not (np.all(flat >= 0.0) and np.all(flat <= 1.0)):
+        raise ValueError("win probabilities must be in [0, 1]")
+    return {
+        "states": states.astype(np.uint8),
+        "counts": counts.astype(np.uint8),
+        "values": quantise(flat),
+    }
+
+
+def save(directory: Path, arrays: dict[str, np.ndarray]) -> None:
+    """Write data.npz into ``directory`` (fsynced; the caller publishes it atomically)."""
+    buffer = io.BytesIO()
+    np.savez_compressed(buffer, **arrays)  # type: ignore[arg-type]  # numpy's stub types **kwds as bool
+    with open(directory / DATA, "wb") as file:
+        file.write(buffer.getvalue())
+        file.flush()
+        os.fsync(file.fileno())
+
+
+def load(directory: Path) -> dict[str, np.ndarray]:
+    """The arrays of data.npz, in memory; missing or corrupt data raises OSError/ValueError."""
+    with np.load(directory / DATA, allow_pickle=False) as data:
+        return {name: data[name] for name in ("states", "counts", "values")}
+
+
+def check(arrays: dict[str, np.ndarray], meta: dict) -> str | None:
+    """What is wrong with a loaded v2 shard, or None."""
+    states, counts, values = arrays["states"], arrays["counts"], arrays["values"]
+    expected = {"states": np.uint8, "counts": np.uint8, "values": np.uint16}
+    for name, dtype in expected.items():
+        if arrays[name].dtype != dtype:
+            return f"{name}: dtype {arrays[name].dtype}, expected {np.dtype(dtype)}"
+    if states.ndim != 2 or states.shape[1] != STATE_LENGTH:
+        return f"states: shape {states.shape}, expected [P, {STATE_LENGTH}]"
+    if len(states) != meta.get("count") or counts.shape != (len(states),):
+        return f"{len(states)} states and {len(counts)} counts, meta.json says {meta.get('count')}"
+    if len(counts) and counts.min() < 1:
+        return "counts: every position needs at least one legal move"
+    if int(counts.sum(dtype=np.int64)) != len(values) or len(values) != meta.get("action_values"):
+        return f"{len(values)} values, counts sum to {int(counts.sum())}"
+    if len(states) and states.max() >= VOCAB_SIZE:
+        return f"states: token ids must be < {VOCAB_SIZE}"
+    return None

@@ -1,0 +1,382 @@
+"""`oneply train generate`: N unique Stockfish-scored positions in DIR, made by score-driven games.
+
+The games are in training/scored_games.py. This module runs them in a worker pool and writes
+what they score as compact shards (training/compact.py) into the output directory:
+
+* Game g is played from its own random stream (seed, g) and never looks at what other games
+  did, so the games — and their values — are the same for any worker count. The positions are
+  filtered in game order: the first occurrence of a position is kept, unless an earlier shard
+  or an exclusion CSV (default: the project's dev puzzles) has it.
+* ``--count N`` means N unique positions in DIR: a rerun with a larger N adds the difference,
+  a rerun with the same N does nothing.
+* A shard holds whole games (``games: [first, end)`` in its meta.json) and is written whole or
+  not at all. A run killed at any moment (even SIGKILL) loses only the games after the last
+  shard; a rerun continues at the first game no shard holds and, since games are
+  reproducible, ends with the very positions and values of an uninterrupted run.
+* ``--shard K/N`` plays games K, K+N, K+2N, …: N hosts with one directory each split one job
+  between them, and the trainer reads all their directories (duplicates across hosts are
+  dropped when reading, training/dataset.py).
+* ``manifest.json`` records the settings (every knob, defaults included) and the counts.
+* ``--json`` reports the rate and, measured in the same run on a sample of the same positions
+  through the same scoring function with no game logic, Stockfish's own rate: the ratio is
+  the overhead of everything else.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing as mp
+import os
+import random
+import sys
+import time
+from collections import deque
+from dataclasses import asdict, fields
+from pathlib import Path
+
+import chess
+import chess.engine
+import chess.polyglot
+import numpy as np
+from tqdm import tqdm
+
+from oneply.arena import DEV_PUZZLES
+from oneply.engine.stockfish import LOOKUP_TEXT
+from oneply.training.annotate import open_engine, parse_shard, score_moves
+from oneply.training.dataset import (
+    DatasetError,
+    Shard,
+    find_shards,
+    puzzle_keys,
+    write_compact_shard,
+)
+from oneply.training.positions import (
+    DEFAULT_BOOKS,
+    DEFAULT_ECO,
+    PositionsError,
+    load_eco_lines,
+)
+from oneply.training.scored_games import GamePlayer, GameSettings, Record, state_key
+from oneply.training.workers import worker_pool
+
+MANIFEST = "manifest.json"
+SHARD_PREFIX = "gen-"
+BENCH_SAMPLE = 500
+
+_worker: dict = {}
+
+
+class GenerateError(RuntimeError):
+    """A run that cannot start: bad arguments, a directory made with other settings."""
+
+
+# --------------------------------------------------------------------------- what DIR holds
+
+
+def existing(out: Path, shard: str, match: dict | None = None) -> tuple[set[bytes], int]:
+    """Dedup keys of every position in DIR's shards, and the first game no shard of this
+    ``--shard`` spec (and whose meta.json has the items of ``match``) holds."""
+    keys: set[bytes] = set()
+    next_game = 0
+    paths = find_shards(out) if out.exists() else []
+    for path in paths:
+        try:
+            loaded = Shard(path)
+        except DatasetError as error:
+            raise GenerateError(f"{error}; move the broken shard away and rerun") from None
+        keys.update(state_key(row) for row in np.asarray(loaded.states))
+        mine = all(loaded.meta.get(key) == value for key, value in (match or {}).items())
+        if mine and loaded.meta.get("shard", "0/1") == shard and "games" in loaded.meta:
+            next_game = max(next_game, int(loaded.meta["games"][1]))
+    return keys, next_game
+
+
+def data_bytes(out: Path) -> int:
+    """Bytes on disk of DIR's shards (data and metadata)."""
+    return sum(f.stat().st_size for p in find_shards(out) for f in p.iterdir() if f.is_file())
+
+
+# --------------------------------------------------------------------------- workers
+
+
+def _alive() -> None:
+    if os.getppid() != _worker["parent"]:  # the run is gone: stop mid-game (backs up PDEATHSIG)
+        os._exit(1)
+
+
+def _init_worker(settings: GameSettings, stockfish: str, books, eco, parent: int) -> None:
+    engine = open_engine(stockfish)
+    readers = [chess.polyglot.open_reader(p) for p in books]
+    player = GamePlayer(settings, engine, readers, eco, alive=_alive)
+    _worker.update(player=player, parent=parent)
+
+
+def _play(game_number: int) -> list[Record]:
+    return list(_worker["player"].play(game_number))
+
+
+def _wait_for_all(_: int) -> None:
+    _worker["barrier"].wait(timeout=60)
+
+
+def _score_fen(fen: str) -> int:
+    """Stockfish alone on one position: the same scoring call as the games, no game logic."""
+    player: GamePlayer = _worker["player"]
+    score_moves(player.engine, chess.Board(fen), player.settings.limit(), game=object())
+    return 1
+
+
+# --------------------------------------------------------------------------- the run
+
+
+def game_settings(args: argparse.Namespace) -> GameSettings:
+    knobs = {f.name: getattr(args, f.name) for f in fields(GameSettings) if hasattr(args, f.name)}
+    if args.nodes:
+        knobs["depth"] = None
+    settings = GameSettings(**knobs)
+    if settings.depth is None and settings.nodes is None:
+        raise GenerateError("give --depth or --nodes")
+    if not 0 < settings.min_temperature <= settings.max_temperature:
+        raise GenerateError("need 0 < --min-temperature <= --max-temperature")
+    if not 0 <= settings.random_share + settings.greedy_share <= 1:
+        raise GenerateError("--random-share + --greedy-share must be in [0, 1]")
+    return settings
+
+
+class Reservoir:
+    """A uniform sample of the FENs seen so far (reservoir sampling, a fixed seed): the
+    Stockfish-alone measurement must see the same mix of positions as the run (the first
+    positions of each game have more legal moves, so they are slower to score)."""
+
+    def __init__(self, size: int) -> None:
+        self.size, self.seen = size, 0
+        self.fens: list[str] = []
+        self.rng = random.Random(0)
+
+    def add(self, fens: list[str]) -> None:
+        for fen in fens:
+            self.seen += 1
+            if len(self.fens) < self.size:
+                self.fens.append(fen)
+            elif (slot := self.rng.randrange(self.seen)) < self.size:
+                self.fens[slot] = fen
+
+
+class Writer:
+    """Buffers whole games' new positions and writes them as one shard per ``shard_size``."""
+
+    def __init__(
+        self, out: Path, shard: tuple[int, int], meta: dict, prefix: str = SHARD_PREFIX
+    ) -> None:
+        self.out, self.shard, self.meta, self.prefix = out, shard, meta, prefix
+        self.records: list[Record] = []
+        self.first_game: int | None = None
+        self.last_game: int | None = None
+        self.games = 0
+
+    def add(self, game: int, records: list[Record]) -> None:
+        if self.first_game is None:
+            self.first_game = game
+        self.last_game = game
+        self.games += 1
+        self.records.extend(records)
+
+    def flush(self, end_game: int) -> None:
+        """Write the buffered games [first_game, end_game) (also when they added nothing, so
+        a rerun does not replay them)."""
+        if self.first_game is None:
+            return
+        k, n = self.shard
+        name = f"{self.prefix}{k}of{n}-{self.first_game:09d}"
+        meta = {**self.meta, "shard": f"{k}/{n}", "games": [self.first_game, end_game]}
+        if self.records:
+            states = np.stack([r.state for r in self.records])
+            write_compact_shard(self.out / name, states, [r.wins for r in self.records], meta)
+        else:  # games that found nothing new still count as played
+            write_compact_shard(self.out / name, np.zeros((0, 77), np.uint8), [], meta)
+        self.records, self.first_game = [], None
+
+
+def write_manifest(out: Path, manifest: dict) -> None:
+    temporary = out / f".{MANIFEST}.tmp-{os.getpid()}"
+    temporary.write_text(json.dumps(manifest, indent=1))
+    os.replace(temporary, out / MANIFEST)
+
+
+def run_generate(args: argparse.Namespace) -> dict:
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    settings = game_settings(args)
+    k, n = args.shard
+    engine = open_engine(args.stockfish)
+    version = engine.id.get("name", "unknown")
+    engine.quit()
+    recorded = {
+        "game": asdict(settings),
+        "stockfish": version,
+        "books": [str(p) for p in args.book],
+        "eco": args.eco,
+    }
+    manifest_file = out / MANIFEST
+    manifest = json.loads(manifest_file.read_text()) if manifest_file.exists() else {}
+    if manifest.get("settings", recorded) != recorded:
+        raise GenerateError(
+            f"{out} was generated with other settings ({manifest['settings']}); "
+            "use another --out or the same settings"
+        )
+    keys, next_game = existing(out, f"{k}/{n}")
+    have = len(keys)
+    known = keys | puzzle_keys(args.exclude)
+    manifest.update(
+        settings=recorded, format="oneply-generate-v1", exclude=[str(p) for p in args.exclude]
+    )
+    write_manifest(out, {**manifest, "positions": have})
+    wanted = args.count - have
+    result: dict[str, float | int | None] = {
+        "positions": have,
+        "new": 0,
+        "seconds": 0.0,
+        "positions_per_s": 0.0,
+    }
+    if wanted <= 0:
+        return result
+    eco = load_eco_lines(Path(args.eco) if args.eco else None)
+    books = [str(p) for p in args.book]
+    writer = Writer(out, (k, n), {"settings": recorded})
+    started = time.monotonic()
+    scored, new, game = 0, 0, next_game
+    sample = Reservoir(args.bench_sample)  # for the Stockfish-alone measurement
+    bar = tqdm(total=wanted, unit="pos", desc="generate", dynamic_ncols=True, smoothing=0.05)
+    initargs = (settings, args.stockfish, books, eco, os.getpid())
+    try:
+        with worker_pool(args.workers, _init_worker, initargs, start_method="fork") as pool:
+            pending: deque = deque()
+            while new < wanted:
+                while len(pending) < 2 * args.workers:  # bounded, in game order
+                    number = k + n * (game + len(pending))
+                    pending.append(pool.apply_async(_play, (number,)))
+                records = pending.popleft().get()
+                scored += len(records)
+                fresh: list[Record] = []
+                for record in records:
+                    if record.key not in known and new + len(fresh) < wanted:
+                        known.add(record.key)
+                        fresh.append(record)
+                writer.add(game, fresh)
+                game += 1
+                new += len(fresh)
+                sample.add([r.fen for r in fresh])
+                bar.update(len(fresh))
+                bar.set_postfix_str(f"new {new / max(scored, 1):.0%} of scored", refresh=False)
+                if len(writer.records) >= args.shard_size or new >= wanted:
+                    writer.flush(game)
+        seconds = time.monotonic() - started
+        bar.close()
+        bench = _stockfish_rate(args.workers, initargs, sample.fens)
+    except KeyboardInterrupt:
+        writer.flush(game)  # whole games only: nothing half-done is kept
+        raise
+    finally:
+        bar.close()
+        write_manifest(out, {**manifest, "positions": have + new})
+    total = have + new
+    result.update(
+        positions=total,
+        new=new,
+        scored=scored,
+        games=game - next_game,
+        workers=args.workers,
+        seconds=round(seconds, 2),
+        positions_per_s=round(new / max(seconds, 1e-9), 1),
+        stockfish_positions_per_s=bench,
+        overhead=round(1 - new / max(seconds, 1e-9) / bench, 3) if bench else None,
+        bytes_per_position=round(data_bytes(out) / max(total, 1), 1),
+    )
+    return result
+
+
+def _stockfish_rate(workers: int, initargs: tuple, fens: list[str]) -> float | None:
+    """Positions/s of as many workers scoring a sample of the run's positions, nothing else.
+
+    A fresh pool, so that no game of the run is still being played beside the measurement;
+    the clock starts once every worker has started its Stockfish (a barrier).
+    """
+    if not fens:
+        return None
+    _worker["barrier"] = mp.get_context("fork").Barrier(workers)  # inherited by the fork
+    with worker_pool(workers, _init_worker, initargs, start_method="fork") as pool:
+        pool.map(_wait_for_all, range(workers), chunksize=1)
+        started = time.monotonic()
+        done = sum(pool.imap_unordered(_score_fen, fens, chunksize=2))
+        return round(done / max(time.monotonic() - started, 1e-9), 1)
+
+
+# --------------------------------------------------------------------------- CLI
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    d = GameSettings()
+    parser.add_argument("--out", type=Path, required=True, help="output directory (shards)")
+    parser.add_argument("--count", type=int, required=True, help="unique positions wanted in DIR")
+    limit = parser.add_mutually_exclusive_group()
+    limit.add_argument("--depth", type=int, default=d.depth, help="Stockfish depth (default 2)")
+    limit.add_argument("--nodes", type=int, default=None, help="node limit instead of --depth")
+    parser.add_argument("--workers", type=int, default=max(1, os.cpu_count() or 1))
+    parser.add_argument("--seed", type=int, default=d.seed)
+    parser.add_argument(
+        "--shard", type=parse_shard, default=(0, 1), metavar="K/N", help="play games g%%N == K"
+    )
+    for name, text in (
+        ("min_temperature", "softmax temperature, lowest (per game, log-uniform)"),
+        ("max_temperature", "softmax temperature, highest"),
+        ("random_share", "share of uniformly random moves"),
+        ("greedy_share", "share of one-ply greedy captures"),
+        ("book_share", "share of games opening from a polyglot book"),
+        ("eco_share", "share of games opening with an ECO line"),
+    ):
+        flag = "--" + name.replace("_", "-")
+        default = getattr(d, name)
+        parser.add_argument(flag, type=float, default=default, help=f"{text} (default {default})")
+    parser.add_argument(
+        "--decided-win",
+        type=float,
+        default=d.decided_win,
+        help=f"a game ends after --decided-plies positions whose best value is at least this "
+        f"or at most 1 − this (default {d.decided_win})",
+    )
+    parser.add_argument("--decided-plies", type=int, default=d.decided_plies)
+    parser.add_argument("--max-plies", type=int, default=d.max_plies)
+    parser.add_argument("--shard-size", type=int, default=4096, help="positions per shard, about")
+    parser.add_argument("--stockfish", default="", help=f"Stockfish (default: {LOOKUP_TEXT})")
+    parser.add_argument("--book", action="append", default=[p for p in DEFAULT_BOOKS if p.exists()])
+    parser.add_argument("--eco", default=str(DEFAULT_ECO) if DEFAULT_ECO.exists() else None)
+    parser.add_argument(
+        "--exclude",
+        action="append",
+        default=[DEV_PUZZLES],
+        help="puzzle CSV whose positions are never emitted (repeatable)",
+    )
+    parser.add_argument(
+        "--bench-sample",
+        type=int,
+        default=BENCH_SAMPLE,
+        help="positions scored again by Stockfish alone to measure the overhead (0: skip)",
+    )
+    parser.add_argument("--json", action="store_true", help="print the result as JSON")
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        result = run_generate(args)
+    except (GenerateError, PositionsError, DatasetError) as error:
+        print(f"oneply train generate: error: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("\ninterrupted: whole games are kept; rerun to resume", file=sys.stderr)
+        return 130
+    if args.json:
+        print(json.dumps(result))
+    else:
+        print(", ".join(f"{key} {value}" for key, value in result.items()))
+    return 0

@@ -1,0 +1,176 @@
+"""`oneply train annotate GAMES.pgn`: score the unique positions of the games of a PGN file.
+
+The paper's approach for anyone with a game database: every position of every game (before
+each move, and the final one if it has legal moves) is a candidate; the first occurrence in
+file order is scored with all its legal moves (training/annotate.py's ``score_moves``, a fresh
+Stockfish game per position), unless a shard in DIR or an exclusion CSV already has it.
+
+* The file is streamed: games are read one at a time, so its size does not matter.
+* Shards (compact, training/compact.py) hold whole games: ``games: [first, end)`` in their
+  meta.json. A rerun (after SIGKILL, or on a grown file) skips the games already done and
+  continues; nothing is lost or duplicated, and the values are the same.
+* ``--shard K/N`` takes games g % N == K, so N hosts can split one file, one directory each.
+* Games of other variants (a ``Variant`` header other than standard) are skipped; a game
+  with an illegal move contributes the positions before it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from collections import deque
+from collections.abc import Iterator
+from pathlib import Path
+
+import chess
+import chess.pgn
+from tqdm import tqdm
+
+from oneply.engine.tokenizer import tokenize
+from oneply.training.dataset import DatasetError, puzzle_keys
+from oneply.training.generate import (
+    GenerateError,
+    Reservoir,
+    Writer,
+    _init_worker,
+    _stockfish_rate,
+    _worker,
+    data_bytes,
+    existing,
+    write_manifest,
+)
+from oneply.training.scored_games import GameSettings, Record, state_key
+from oneply.training.workers import worker_pool
+
+SHARD_PREFIX = "pgn-"
+STANDARD = {"standard", "chess", "from position"}
+
+
+def game_positions(game: chess.pgn.Game) -> Iterator[chess.Board]:
+    """Each position of a game's main line that has a legal move, in order (no move stack)."""
+    board = game.board()
+    for move in game.mainline_moves():
+        yield board.copy(stack=False)
+        board.push(move)
+    if any(board.legal_moves):
+        yield board.copy(stack=False)
+
+
+def read_games(path: Path, first: int, shard: tuple[int, int]) -> Iterator[tuple[int, list]]:
+    """(game number, its positions) for the games from ``first`` on that belong to ``shard``."""
+    k, n = shard
+    with open(path, encoding="utf-8", errors="replace") as handle:
+        number = 0
+        while True:
+            if number < first or number % n != k:
+                if not chess.pgn.skip_game(handle):
+                    return
+                number += 1
+                continue
+            game = chess.pgn.read_game(handle)
+            if game is None:
+                return
+            variant = game.headers.get("Variant", "Standard").lower()
+            positions = list(game_positions(game)) if variant in STANDARD else []
+            yield number, positions
+            number += 1
+
+
+def _score_boards(fens: list[str]) -> list[Record]:
+    """Worker: the values of some positions (the generate worker's Stockfish and settings)."""
+    player = _worker["player"]
+    records = []
+    for fen in fens:
+        board = chess.Board(fen)
+        state = tokenize(board)
+        records.append(Record(state_key(state), fen, state.astype("uint8"), player.score(board)))
+    return records
+
+
+def run_pgn(args: argparse.Namespace, depth: int | None) -> dict:
+    out: Path = args.out
+    if not args.positions.is_file():
+        raise GenerateError(f"{args.positions}: PGN file not found")
+    out.mkdir(parents=True, exist_ok=True)
+    settings = GameSettings(depth=None if args.nodes else depth, nodes=args.nodes)
+    k, n = args.shard
+    source = {"pgn": args.positions.name, "limit": {"depth": settings.depth, "nodes": args.nodes}}
+    keys, first_game = existing(out, f"{k}/{n}", match={"source": source})
+    have = len(keys)
+    known = keys | puzzle_keys(args.exclude)
+    initargs: tuple = (settings, args.stockfish, [], [], os.getpid())
+    writer = Writer(out, (k, n), {"source": source}, prefix=SHARD_PREFIX)
+    new, started = 0, time.monotonic()
+    sample = Reservoir(args.bench_sample)
+    bar = tqdm(unit="pos", desc="annotate", dynamic_ncols=True, smoothing=0.05)
+    try:
+        with worker_pool(args.workers, _init_worker, initargs, start_method="fork") as pool:
+            pending: deque = deque()
+            for number, boards in read_games(args.positions, first_game, (k, n)):
+                fens = [b.fen() for b in _unknown(boards, known)]
+                pending.append((number, pool.apply_async(_score_boards, (fens,))))
+                while len(pending) > 4 * args.workers:
+                    new += _collect(pending.popleft(), writer, bar, sample)
+                if len(writer.records) >= args.chunk_size:
+                    writer.flush(writer.last_game + 1)
+            while pending:
+                new += _collect(pending.popleft(), writer, bar, sample)
+        if writer.last_game is not None:
+            writer.flush(writer.last_game + 1)
+        seconds = time.monotonic() - started
+        bar.close()
+        bench = _stockfish_rate(args.workers, initargs, sample.fens)
+    except KeyboardInterrupt:
+        if writer.last_game is not None:
+            writer.flush(writer.last_game + 1)  # the games scored so far, whole
+        raise
+    finally:
+        bar.close()
+    manifest = {"format": "oneply-pgn-annotate-v1", "source": source, "exclude": args.exclude}
+    write_manifest(out, {**manifest, "positions": have + new})
+    return {
+        "positions": have + new,
+        "new": new,
+        "games": writer.games,
+        "seconds": round(seconds, 2),
+        "positions_per_s": round(new / max(seconds, 1e-9), 1),
+        "stockfish_positions_per_s": bench,
+        "overhead": round(1 - new / max(seconds, 1e-9) / bench, 3) if bench else None,
+        "bytes_per_position": round(data_bytes(out) / max(have + new, 1), 1),
+    }
+
+
+def _unknown(boards: list[chess.Board], known: set[bytes]) -> list[chess.Board]:
+    """The boards not in ``known`` (first occurrences), which are added to it."""
+    fresh = []
+    for board in boards:
+        key = state_key(tokenize(board))
+        if key not in known:
+            known.add(key)
+            fresh.append(board)
+    return fresh
+
+
+def _collect(item: tuple, writer: Writer, bar: tqdm, sample: Reservoir) -> int:
+    number, result = item
+    records = result.get()
+    writer.add(number, records)
+    bar.update(len(records))
+    sample.add([r.fen for r in records])
+    return len(records)
+
+
+def run(args: argparse.Namespace, depth: int | None) -> int:
+    try:
+        result = run_pgn(args, depth)
+    except (GenerateError, DatasetError) as error:
+        print(f"oneply train annotate: error: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("\ninterrupted: whole games are kept; rerun to resume", file=sys.stderr)
+        return 130
+    print(json.dumps(result) if args.json else ", ".join(f"{k} {v}" for k, v in result.items()))
+    return 0

@@ -1,0 +1,184 @@
+"""Score-driven games for `oneply train generate`: each position reached is scored, and the
+next move is drawn from those scores.
+
+Why one pass: the old two-step path (`positions` by Stockfish self-play, then `annotate`) paid
+for two engine searches per position, and Stockfish self-play rarely hangs a piece — while the
+positions a bot meets and every Lichess puzzle start right after a mistake. Here the scores
+drive the games: every position reached has all its legal moves scored (as `annotate` does),
+and the next move is drawn from those very scores, so the labels cost the only search:
+
+* with probability ``random_share`` a uniformly random legal move;
+* with probability ``greedy_share`` the most valuable capture (a one-ply material grabber);
+* otherwise a softmax over the moves' win probabilities at the game's temperature (drawn per
+  game, log-uniform in ``[min_temperature, max_temperature]``): low temperatures play well,
+  high ones make the inaccuracies and blunders real players make.
+
+Games start from a polyglot book walk, an ECO line prefix or a few random moves
+(training/positions.py's ``play_opening``) and run to the end, ``max_plies``, or until the game
+is decided: ``decided_plies`` positions in a row whose best move wins (or loses) with
+probability ``decided_win`` or more. Without that rule most positions came from long, lost
+endgames shuffled to the fifty-move rule (see `oneply train inspect`).
+
+Unique positions: a position (board, side, castling, en passant — the first 71 state tokens) is
+emitted at most once per output directory, across workers and runs; puzzle positions of the
+exclusion CSVs are never emitted. That filter is applied by the caller (training/generate.py),
+in game order, and never steers a game: a game depends only on the settings and its number.
+
+Reproducible: Stockfish starts a new game (``ucinewgame``, clearing hash and history) before
+each position, so a position's values depend only on the position and the settings; and since
+the next move is drawn from those values with the game's own random stream, the whole game —
+and so the output of a run — is the same for any worker count and any interruption. A position
+met again (same clocks) in a worker's later game reuses its values from a cache instead of a
+new search: the same values, cheaper. Stockfish sees the position without the game's move
+stack, so the path to a position does not change its values either.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import chess
+import chess.engine
+import chess.polyglot
+import numpy as np
+
+from oneply.engine.tokenizer import tokenize
+from oneply.training.annotate import score_moves
+from oneply.training.dataset import KEY_LENGTH
+from oneply.training.positions import play_opening
+
+PIECE_VALUES = {chess.PAWN: 1, chess.KNIGHT: 3, chess.BISHOP: 3, chess.ROOK: 5, chess.QUEEN: 9}
+
+
+@dataclass(frozen=True)
+class GameSettings:
+    """How games are played and scored; all of it is recorded in the manifest."""
+
+    seed: int = 0
+    depth: int | None = 2
+    nodes: int | None = None
+    min_temperature: float = 0.005
+    max_temperature: float = 0.2
+    random_share: float = 0.05
+    greedy_share: float = 0.1
+    max_plies: int = 400
+    book_share: float = 0.6
+    eco_share: float = 0.25
+    decided_win: float = 0.9
+    decided_plies: int = 6
+
+    def limit(self) -> chess.engine.Limit:
+        if self.nodes is not None:
+            return chess.engine.Limit(nodes=self.nodes)
+        return chess.engine.Limit(depth=self.depth)
+
+
+@dataclass
+class Record:
+    """One scored position: its key, FEN, state tokens and its legal moves' win probabilities
+    (python-chess generation order)."""
+
+    key: bytes
+    fen: str
+    state: np.ndarray
+    wins: np.ndarray
+
+
+def state_key(state: np.ndarray) -> bytes:
+    """Dedup identity of a tokenized position (the same bytes as dataset.position_key)."""
+    return np.ascontiguousarray(state[:KEY_LENGTH], dtype=np.uint8).tobytes()
+
+
+def greedy_capture(board: chess.Board) -> chess.Move | None:
+    """The capture of the most valuable piece (cheapest capturer on ties), or None."""
+    best, best_gain = None, -1.0
+    for move in board.legal_moves:
+        if not board.is_capture(move):
+            continue
+        victim = board.piece_type_at(move.to_square) or chess.PAWN  # en passant
+        attacker = board.piece_type_at(move.from_square) or chess.PAWN
+        gain = PIECE_VALUES.get(victim, 0) - PIECE_VALUES.get(attacker, 0) / 100
+        if gain > best_gain:
+            best, best_gain = move, gain
+    return best
+
+
+def softmax_choice(wins: np.ndarray, temperature: float, rng: random.Random) -> int:
+    """An index drawn with probability ∝ exp(win / temperature)."""
+    weights = np.exp((wins.astype(np.float64) - float(wins.max())) / temperature)
+    return rng.choices(range(len(wins)), weights.tolist())[0]
+
+
+class GamePlayer:
+    """Plays score-driven games with one Stockfish (one per worker process)."""
+
+    CACHE_SIZE = 50_000  # positions whose values a worker keeps for its later games
+
+    def __init__(
+        self,
+        settings: GameSettings,
+        engine: chess.engine.SimpleEngine,
+        books: list[chess.polyglot.MemoryMappedReader],
+        eco_lines: list[list[str]],
+        alive=None,
+    ) -> None:
+        self.settings = settings
+        self.engine = engine
+        self.books = books
+        self.eco_lines = eco_lines
+        self.cache: dict[bytes, np.ndarray] = {}
+        self.alive = alive  # called before each search: a chance to stop an orphaned worker
+
+    def score(self, board: chess.Board) -> np.ndarray:
+        """Legal moves' win probabilities in generation order, from a fresh Stockfish game."""
+        if self.alive is not None:
+            self.alive()
+        # without the game's move stack: python-chess would send it, and Stockfish's repetition
+        # detection would make the values depend on the path to the position
+        root = board.copy(stack=False)
+        values = score_moves(self.engine, root, self.settings.limit(), game=object())
+        return np.array([values[m] for m in board.legal_moves], dtype=np.float32)
+
+    def choose(
+        self, board: chess.Board, moves: list[chess.Move], wins: np.ndarray, temperature: float, rng
+    ) -> chess.Move:
+        roll = rng.random()
+        if roll < self.settings.random_share:
+            return rng.choice(moves)
+        if roll < self.settings.random_share + self.settings.greedy_share:
+            capture = greedy_capture(board)
+            if capture is not None:
+                return capture
+        return moves[softmax_choice(wins, temperature, rng)]
+
+    def play(self, game_number: int) -> Iterator[Record]:
+        """One game, seeded by (seed, game_number); yields every position it scored, in order
+        (repeats included: the caller keeps the first)."""
+        s = self.settings
+        rng = random.Random(f"{s.seed}:{game_number}")
+        board = chess.Board()
+        play_opening(board, rng, self.books, self.eco_lines, s.book_share, s.eco_share)
+        low, high = math.log(s.min_temperature), math.log(s.max_temperature)
+        temperature = math.exp(rng.uniform(low, high))
+        decided = 0  # consecutive positions whose best move wins or loses almost surely
+        while board.ply() < s.max_plies and not _finished(board) and decided < s.decided_plies:
+            state = tokenize(board)
+            key = state_key(state)
+            full = state.astype(np.uint8).tobytes()  # the clocks change the values a little
+            wins = self.cache.get(full)
+            if wins is None:
+                wins = self.score(board)
+                if len(self.cache) >= self.CACHE_SIZE:
+                    self.cache.clear()
+                self.cache[full] = wins
+            yield Record(key=key, fen=board.fen(), state=state.astype(np.uint8), wins=wins)
+            best = float(wins.max())
+            decided = decided + 1 if max(best, 1 - best) >= s.decided_win else 0
+            board.push(self.choose(board, list(board.legal_moves), wins, temperature, rng))
+
+
+def _finished(board: chess.Board) -> bool:
+    return board.is_game_over() or board.can_claim_fifty_moves() or board.is_repetition(3)

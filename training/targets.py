@@ -1,0 +1,77 @@
+"""What the model is trained to predict and how it is scored: HL-Gauss / one-hot targets over
+the value bins, the masked cross-entropy, and action accuracy."""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from oneply.engine.values import (
+    BEST_TOLERANCE,
+    HL_GAUSS_SIGMA,
+    NUM_BINS,
+    all_bin_edges,
+    bin_centres,
+    hl_gauss_scale,
+    value_to_bin,
+)
+from oneply.training.batches import Batch
+from oneply.training.config import TrainConfig
+
+
+def hl_gauss_targets(
+    wins: torch.Tensor, num_bins: int = NUM_BINS, sigma: float = HL_GAUSS_SIGMA
+) -> torch.Tensor:
+    """:func:`oneply.engine.values.hl_gauss` on the training device: the same edges and scale,
+    computed in torch so a batch's targets never leave the GPU."""
+    edges = torch.as_tensor(all_bin_edges(num_bins), dtype=torch.float32, device=wins.device)
+    cdf = torch.special.erf((edges - wins.float().unsqueeze(-1)) / hl_gauss_scale(num_bins, sigma))
+    mass = cdf[..., 1:] - cdf[..., :-1]
+    return mass / mass.sum(dim=-1, keepdim=True)
+
+
+def one_hot_targets(wins: torch.Tensor, num_bins: int = NUM_BINS) -> torch.Tensor:
+    """The bin holding each win probability, by :func:`oneply.engine.values.value_to_bin`
+    (the one bin rule; a round trip to the CPU, acceptable for this non-default target)."""
+    bins = value_to_bin(wins.detach().float().cpu().numpy(), num_bins)
+    return F.one_hot(torch.from_numpy(bins).to(wins.device), num_bins).float()
+
+
+def make_targets(wins: torch.Tensor, config: TrainConfig) -> torch.Tensor:
+    if config.target == "one_hot":
+        return one_hot_targets(wins)
+    return hl_gauss_targets(wins, sigma=config.sigma)
+
+
+def expected_wins(log_probs: torch.Tensor) -> torch.Tensor:
+    """Σ p_i · centre_i over the bins (the torch twin of engine.values.expected_win)."""
+    centres = bin_centres(log_probs.shape[-1])
+    return log_probs.exp() @ torch.as_tensor(
+        centres, dtype=log_probs.dtype, device=log_probs.device
+    )
+
+
+def action_hits(log_probs: torch.Tensor, wins: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Per position: is the move with the highest predicted win among Stockfish's best?"""
+    predicted = expected_wins(log_probs.float()).masked_fill(~mask, -1.0)
+    chosen = wins.gather(1, predicted.argmax(dim=1, keepdim=True)).squeeze(1)
+    best = wins.masked_fill(~mask, -1.0).max(dim=1).values
+    return chosen >= best - BEST_TOLERANCE
+
+
+def forward(model, batch: Batch, layout: str) -> torch.Tensor:
+    """Log-probs [B, N, K]; per_move runs only the real (position, move) pairs."""
+    if layout == "shared":
+        return model(batch.states, batch.moves, layout="shared")
+    rows, cols = batch.mask.nonzero(as_tuple=True)
+    flat = model(batch.states[rows], batch.moves[rows, cols].unsqueeze(1), layout="per_move")
+    out = flat.new_zeros(*batch.moves.shape, flat.shape[-1])
+    out[rows, cols] = flat[:, 0]
+    return out
+
+
+def loss_sum(log_probs: torch.Tensor, batch: Batch, config: TrainConfig) -> torch.Tensor:
+    """Summed cross-entropy over the real moves (the caller divides by their number)."""
+    targets = make_targets(batch.wins, config)
+    per_move = -(targets * log_probs.float()).sum(dim=-1)
+    return per_move.masked_fill(~batch.mask, 0.0).sum()

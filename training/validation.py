@@ -1,0 +1,106 @@
+"""What training measures as it goes: validation loss / action accuracy on the `val` split, the
+dev-puzzle check, the metrics log and its plot."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+import chess
+import numpy as np
+import torch
+
+from oneply.engine.inference import MoveScore, encode_batch, ranked_moves
+from oneply.engine.values import expected_win
+from oneply.training.batches import collate
+from oneply.training.config import TrainConfig
+from oneply.training.device import autocast
+from oneply.training.targets import action_hits, forward, loss_sum
+
+
+@torch.no_grad()
+def validate(model, dataset, config: TrainConfig, device, bf16: bool) -> dict:
+    """Loss and action accuracy over (up to val_positions of) the validation split."""
+    count = min(len(dataset), config.val_positions)
+    total_loss = total_values = hits = 0.0
+    for start in range(0, count, config.batch):
+        batch = collate([dataset[i] for i in range(start, min(count, start + config.batch))])
+        for part in batch.split(config.micro_batch or config.batch):
+            part = part.to(device)
+            with autocast(device, bf16):
+                log_probs = forward(model, part, config.layout)
+            total_loss += float(loss_sum(log_probs, part, config))
+            total_values += part.action_values
+            hits += float(action_hits(log_probs, part.wins, part.mask).sum())
+    return {"loss": total_loss / max(1, total_values), "accuracy": hits / max(1, count)}
+
+
+class TorchScorer:
+    """A MoveScorer over a torch model, so training checks puzzles with the one puzzle solver
+    (evaluate.solve_puzzles) without exporting a model file."""
+
+    def __init__(self, model: torch.nn.Module, device: torch.device, layout: str, bf16: bool):
+        self.model, self.device, self.layout, self.bf16 = model, device, layout, bf16
+
+    def score(self, board: chess.Board) -> list[MoveScore]:
+        return self.score_many([board])[0]
+
+    @torch.no_grad()
+    def score_many(self, boards: Sequence[chess.Board]) -> list[list[MoveScore]]:
+        if not boards:
+            return []
+        states, ids, moves = encode_batch(boards)
+        state_t = torch.from_numpy(states).to(self.device)
+        with autocast(self.device, self.bf16):
+            log_probs = self.model(state_t, torch.from_numpy(ids).to(self.device), self.layout)
+        return ranked_moves(moves, expected_win(log_probs.float().cpu().numpy()))
+
+
+def puzzle_check(model, puzzles: list, device, layout: str, bf16: bool) -> dict:
+    """Share of `puzzles` solved with plain argmax (the `oneply eval` rule)."""
+    from oneply.training.evaluate import solve_puzzles
+
+    solved = solve_puzzles(TorchScorer(model, device, layout, bf16), puzzles, progress=False)
+    return {"accuracy": float(np.mean(solved)) if solved else 0.0, "count": len(solved)}
+
+
+def plot_metrics(metrics_path: Path, png_path: Path) -> None:
+    """Train/val loss and accuracy (and the puzzle check, when run) against steps, as a PNG
+    (matplotlib, Agg backend)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = [json.loads(line) for line in metrics_path.read_text().splitlines() if line.strip()]
+    puzzles = [r for r in rows if r["split"] == "puzzles"]
+    fig, axes = plt.subplots(1, 3 if puzzles else 2, figsize=(16.5 if puzzles else 11, 4))
+    ax_loss, ax_acc = axes[:2]
+    for split, style in (("train", "-"), ("val", "o-")):
+        data = [r for r in rows if r["split"] == split]
+        if data:
+            steps = [r["step"] for r in data]
+            ax_loss.plot(steps, [r["loss"] for r in data], style, label=split, markersize=3)
+            ax_acc.plot(steps, [r["accuracy"] for r in data], style, label=split, markersize=3)
+    ax_loss.set(xlabel="step", ylabel="cross-entropy (nats)", title="loss")
+    ax_acc.set(xlabel="step", ylabel="action accuracy", title="best move among Stockfish's best")
+    if puzzles:
+        label = f"{puzzles[-1]['count']} dev puzzles"
+        steps = [r["step"] for r in puzzles]
+        axes[2].plot(steps, [r["accuracy"] for r in puzzles], "o-", label=label, markersize=3)
+        axes[2].set(xlabel="step", ylabel="solved", title="puzzles, plain argmax (EMA model)")
+    for ax in axes:
+        ax.grid(alpha=0.3)
+        ax.legend()
+    fig.tight_layout()
+    tmp = png_path.with_name(f".{png_path.name}.tmp.png")
+    fig.savefig(tmp, dpi=100)
+    plt.close(fig)
+    os.replace(tmp, png_path)
+
+
+def append_metrics(path: Path, row: dict) -> None:
+    with open(path, "a") as file:
+        file.write(json.dumps(row) + "\n")

@@ -1,0 +1,128 @@
+"""`oneply train fit --init SOURCE`: start a run from the weights of a shipped model or a run.
+
+SOURCE is either an ONNX model file written by `oneply export` (its weights are read back from
+the graph's initializers, its architecture from the ``oneply.config`` metadata) or a training
+checkpoint (its EMA weights, the ones export ships). Only the weights are taken: the optimiser,
+the learning-rate schedule, the EMA and the data order start fresh, so a shipped model can be
+trained further on new data with a new schedule. Before the first step the warm-started model
+computes exactly what the source computes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields, replace
+from pathlib import Path
+
+import torch
+
+from oneply.engine.errors import CommandError
+from oneply.training.config import DEFAULT_PRESET, TrainConfig, check_compatible
+from oneply.training.model import PRESETS, ActionValueModel, ModelConfig
+
+
+@dataclass
+class InitSource:
+    """What a run starts from: the architecture, its preset name and the weights."""
+
+    path: Path
+    config: ModelConfig
+    preset: str
+    weights: dict[str, torch.Tensor]
+
+
+def _model_config(path: Path, values: dict) -> ModelConfig:
+    known = {f.name for f in fields(ModelConfig)}
+    unknown = sorted(set(values) - known)
+    if unknown or not {"layers", "heads", "width"} <= set(values):
+        raise CommandError(
+            f"{path}: its model config {values} is not one this oneply can build "
+            f"(unknown fields {unknown}); export it again with this version of oneply"
+        )
+    return ModelConfig(**values)
+
+
+def _from_onnx(path: Path) -> InitSource:
+    import onnx
+
+    from oneply.engine.graph import weights_of
+    from oneply.engine.model_file import ModelFileError, parse_metadata
+    from oneply.training.export import torch_weights
+
+    try:
+        proto = onnx.load(str(path))
+        info = parse_metadata(path, {p.key: p.value for p in proto.metadata_props})
+    except ModelFileError as error:
+        raise CommandError(f"--init: {error}") from None
+    except Exception as error:  # onnx raises several unrelated types for a bad file
+        raise CommandError(f"--init {path}: cannot read as an ONNX model ({error})") from None
+    if info.quantization != "fp32":
+        raise CommandError(
+            f"--init {path}: an {info.quantization} model has lost the fp32 weights; warm-start "
+            "from the fp32 export or from the checkpoint it was exported from"
+        )
+    config = _model_config(path, info.config)
+    weights = torch_weights(ActionValueModel(config), weights_of(proto))
+    return InitSource(path, config, info.preset, weights)
+
+
+def _from_checkpoint(path: Path) -> InitSource:
+    try:
+        checkpoint = torch.load(path, map_location="cpu", weights_only=False)
+    except Exception as error:  # pickle and zip errors of many kinds
+        raise CommandError(f"--init {path}: cannot read as a checkpoint ({error})") from None
+    if not isinstance(checkpoint, dict) or not {"config", "model"} <= set(checkpoint):
+        raise CommandError(f"--init {path}: not a checkpoint written by `oneply train fit`")
+    config = _model_config(path, checkpoint["config"])
+    weights = checkpoint.get("ema") or checkpoint["model"]
+    return InitSource(path, config, checkpoint.get("preset", "custom"), weights)
+
+
+def load_init(path: str | Path) -> InitSource:
+    """Read a warm-start source (.onnx model file, anything else a checkpoint)."""
+    path = Path(path)
+    if not path.is_file():
+        raise CommandError(f"--init {path}: no such file (give a .onnx model or a checkpoint.pt)")
+    return _from_onnx(path) if path.suffix == ".onnx" else _from_checkpoint(path)
+
+
+def init_model_config(source: InitSource, preset: str) -> tuple[ModelConfig, str]:
+    """The run's architecture and preset name: the source's own; an explicit --preset must
+    describe the same architecture (the weights fit no other)."""
+    if preset and PRESETS.get(preset) != source.config:
+        wanted = PRESETS.get(preset)
+        raise CommandError(
+            f"--init {source.path} is a {source.preset!r} model ({source.config}), but --preset "
+            f"{preset} is {wanted}; leave out --preset to train the source's own architecture"
+        )
+    return source.config, preset or source.preset
+
+
+def load_weights(model: ActionValueModel, source: InitSource) -> None:
+    """Copy the source's weights into `model`; a missing or extra tensor is a clear error."""
+    try:
+        model.load_state_dict(source.weights)
+    except RuntimeError as error:
+        raise CommandError(
+            f"--init {source.path}: weights do not fit its own config ({error})"
+        ) from None
+
+
+def run_architecture(
+    config: TrainConfig, checkpoint: dict | None
+) -> tuple[TrainConfig, ModelConfig, InitSource | None]:
+    """The run's config with its preset filled in, its architecture, and the --init source.
+
+    A resumed run keeps its checkpoint's architecture (and refuses other settings); a new run
+    takes the --init source's, else the preset's.
+    """
+    if checkpoint:
+        saved = TrainConfig(**checkpoint["train_config"])
+        config = replace(config, preset=config.preset or saved.preset)
+        check_compatible(saved, config)
+        return config, ModelConfig(**checkpoint["config"]), None
+    if config.init:
+        source = load_init(config.init)
+        model_config, preset = init_model_config(source, config.preset)
+        return replace(config, preset=preset), model_config, source
+    preset = config.preset or DEFAULT_PRESET
+    return replace(config, preset=preset), PRESETS[preset], None
