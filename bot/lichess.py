@@ -9,8 +9,10 @@ The token goes into the Authorization header only; it is never logged.
 
 from __future__ import annotations
 
+import json
 import logging
 import random
+import types
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -68,7 +70,20 @@ class TimeoutSession(requests.Session):
         self, method: str, url: str, *args: Any, **kwargs: Any
     ) -> requests.Response:
         kwargs.setdefault("timeout", self.timeout)
-        return super().request(method, url, *args, **kwargs)
+        response = super().request(method, url, *args, **kwargs)
+        response.json = types.MethodType(_stdlib_json, response)  # type: ignore[method-assign]
+        return response
+
+
+def _stdlib_json(response: requests.Response, **kwargs: Any) -> Any:
+    """`Response.json` on the standard library's json module.
+
+    requests decodes with simplejson whenever it is installed (orbax-checkpoint, in the `dm`
+    extra, pulls it in), and berserk passes a standard-library decoder class (`cls=`) that
+    simplejson instantiates with an `encoding` argument it does not take: every JSON reply
+    would raise TypeError. Decoding with the module berserk was written for avoids that.
+    """
+    return json.loads(response.content.decode(response.encoding or "utf-8"), **kwargs)
 
 
 class Backoff:

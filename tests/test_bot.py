@@ -187,6 +187,17 @@ def test_invalid_token(server, tmp_path, capsys, monkeypatch):
     assert code == 2 and "not valid" in err and "secret-bad-token" not in err
 
 
+def test_json_replies_decode_when_requests_uses_simplejson(server, tmp_path):
+    """orbax (the `dm` extra) installs simplejson, which requests then prefers; berserk's
+    stdlib decoder class must still work through our session."""
+    import requests.compat
+
+    if not requests.compat.has_simplejson:
+        pytest.skip("simplejson is not installed: requests decodes with the standard library")
+    account = Lichess(make_config(server, tmp_path)).check_bot_account()
+    assert account["title"] == "BOT"
+
+
 def test_token_without_bot_play(server, tmp_path):
     server.tokens["board-token"] = {"scopes": "board:play,challenge:read", "user": BOT}
     config = make_config(server, tmp_path, token="board-token")
