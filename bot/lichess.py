@@ -12,9 +12,9 @@ from __future__ import annotations
 import json
 import logging
 import random
-import types
 import threading
 import time
+import types
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar, cast
 
