@@ -299,22 +299,6 @@ def markdown(summary: dict[str, dict]) -> str:
 # --- puzzles (evaluation only: the rules' defaults are not tuned on them) -----------------------
 
 
-def _solves(
-    puzzle: dict, score: Callable[[chess.Board], list[MoveScore]], policy: MovePolicy
-) -> bool:
-    """Lichess puzzle rules (as `oneply eval`): every engine move must match; a mate counts."""
-    board = chess.Board(puzzle["FEN"])
-    line = [chess.Move.from_uci(u) for u in puzzle["Moves"].split()]
-    for ply, expected in enumerate(line):
-        if ply % 2 == 1:
-            move = policy.choose(board, score(board)).move
-            if move != expected:
-                board.push(move)
-                return board.is_checkmate()
-        board.push(expected)
-    return True
-
-
 def memoised(
     score: Callable[[chess.Board], list[MoveScore]],
 ) -> Callable[[chess.Board], list[MoveScore]]:
@@ -331,24 +315,35 @@ def memoised(
     return cached
 
 
+class _Memoised:
+    """A MoveScorer over a memoised score function, for the shared puzzle runner."""
+
+    def __init__(self, score: Callable[[chess.Board], list[MoveScore]]):
+        self.score = score
+
+    def score_many(self, boards: Sequence[chess.Board]) -> list[list[MoveScore]]:
+        return [self.score(board) for board in boards]
+
+
 def puzzle_accuracy(
     path: Path, scorer_kind: str, model: str | None, configs: list[str], seed: int = 1
 ) -> dict[str, dict]:
-    """Share of puzzles solved per configuration, overall and on mate-themed puzzles."""
-    import csv
+    """Share of puzzles solved per configuration, overall and on mate-themed puzzles, by the
+    puzzle rules of `oneply eval` (training/evaluate.py: every engine move must match; a mate
+    counts)."""
+    from oneply.training.evaluate import read_puzzles, solve_puzzles
 
-    with open(path, newline="") as handle:
-        puzzles = list(csv.DictReader(handle))
+    puzzles = read_puzzles(path)
     scorer, close_scorer = make_scorer(scorer_kind, model, seed)
-    cached = memoised(scorer.score)
+    cached = _Memoised(memoised(scorer.score))
 
     results = {}
     try:
         for name in configs:
             policy = MovePolicy(PolicyConfig(sample_moves=0, seed=seed, **CONFIGS[name]))
-            solved = [_solves(p, cached, policy) for p in puzzles]
+            solved = solve_puzzles(cached, puzzles, progress=False, choose=policy.choose_move)
             policy.close()
-            mate1 = [s for s, p in zip(solved, puzzles, strict=True) if "mateIn1" in p["Themes"]]
+            mate1 = [s for s, p in zip(solved, puzzles, strict=True) if "mateIn1" in p.themes]
             results[name] = {
                 "puzzles": len(puzzles),
                 "accuracy": sum(solved) / len(puzzles),

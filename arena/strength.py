@@ -189,7 +189,7 @@ def solve_dev_puzzles(
     policy = MovePolicy(PolicyConfig(sample_moves=0, seed=seed, stockfish_path=stockfish))
     try:
         argmax = solve_puzzles(scorer, puzzles)
-        full = solve_puzzles(scorer, puzzles, choose=lambda b, s: policy.choose(b, s).move)
+        full = solve_puzzles(scorer, puzzles, choose=policy.choose_move)
     finally:
         policy.close()
     return {

@@ -366,6 +366,10 @@ class MovePolicy:
 
     # -- choosing
 
+    def choose_move(self, board: chess.Board, scores: Sequence[MoveScore]) -> chess.Move:
+        """Only the move (what the puzzle runner asks for)."""
+        return self.choose(board, scores).move
+
     def choose(
         self, board: chess.Board, scores: Sequence[MoveScore], deadline: float | None = None
     ) -> Decision:

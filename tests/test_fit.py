@@ -26,10 +26,14 @@ from oneply.engine.values import (  # noqa: E402
     value_to_bin,
 )
 from oneply.training import fit  # noqa: E402
-from oneply.training.batches import Batch, BatchOrder, collate, puzzle_keys, training_indices  # noqa: E402
+from oneply.training.batches import Batch, BatchOrder, collate, training_indices  # noqa: E402
 from oneply.training.checkpoints import saved_step  # noqa: E402
 from oneply.training.config import CHECKPOINT, METRICS, PLOT, TrainConfig  # noqa: E402
-from oneply.training.dataset import AnnotatedDataset, write_shard  # noqa: E402
+from oneply.training.dataset import (  # noqa: E402
+    AnnotatedDataset,
+    puzzle_keys,  # noqa: E402
+    write_shard,
+)
 from oneply.training.model import PRESETS, ActionValueModel  # noqa: E402
 from oneply.training.optim import learning_rate  # noqa: E402
 from oneply.training.targets import (  # noqa: E402
@@ -186,7 +190,7 @@ def test_puzzle_positions_are_excluded_from_training(tmp_path: Path) -> None:
     after.push_uci("f1c4")
     data = make_shard(tmp_path / "data", 30, extra=[fen, after.fen()])
     dataset = AnnotatedDataset(data, split="all")
-    kept = training_indices(dataset, puzzle_keys(csv))
+    kept = training_indices(dataset, puzzle_keys([csv]))
     assert len(kept) == len(dataset) - 2 and 0 not in kept and 1 not in kept
 
 

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import torch
@@ -102,25 +101,6 @@ class BatchOrder:
         epoch, index = self.position(step)
         global_batch = self.epoch_batches(epoch)[index]
         return global_batch[self.rank :: self.world]
-
-
-def puzzle_keys(csv_path: Path) -> set[bytes]:
-    """Position keys of every position along every puzzle line (never train on them)."""
-    import csv
-
-    import chess
-
-    from oneply.engine.tokenizer import tokenize
-
-    keys = set()
-    with open(csv_path, newline="") as file:
-        for row in csv.DictReader(file):
-            board = chess.Board(row["FEN"])
-            keys.add(position_key(tokenize(board)))
-            for uci in row["Moves"].split():
-                board.push_uci(uci)
-                keys.add(position_key(tokenize(board)))
-    return keys
 
 
 def training_indices(dataset: AnnotatedDataset, excluded: set[bytes]) -> np.ndarray:

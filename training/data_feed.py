@@ -24,9 +24,9 @@ import numpy as np
 import torch.distributed as dist
 
 from oneply.engine.errors import CommandError
-from oneply.training.batches import BatchOrder, move_counts, puzzle_keys, training_indices
+from oneply.training.batches import BatchOrder, move_counts, training_indices
 from oneply.training.config import TrainConfig
-from oneply.training.dataset import AnnotatedDataset, find_shards
+from oneply.training.dataset import AnnotatedDataset, find_shards, puzzle_keys
 from oneply.training.device import Dist
 
 #: seconds between looks at an empty data directory in --follow mode
@@ -92,10 +92,9 @@ class DataFeed:
 
     def __init__(self, config: TrainConfig, info: Dist):
         self.config, self.info = config, info
-        excluded: set[bytes] = set()
         checked = [config.puzzles] if config.puzzles and config.eval_puzzles > 0 else []
-        for csv_path in {*config.exclude_puzzles, *checked}:
-            excluded |= puzzle_keys(Path(csv_path))  # never train on what is checked
+        # never train on what is checked
+        excluded = puzzle_keys(sorted({*config.exclude_puzzles, *checked}))
         self.views = ShardViews(config.val_percent, excluded)
         self.segments: list[Segment] = []
         self.train = self.val = Positions([])

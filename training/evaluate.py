@@ -32,7 +32,7 @@ import csv
 import json
 import math
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import chess
@@ -140,6 +140,7 @@ class Puzzle:
     fen: str
     moves: list[str]
     rating: int
+    themes: list[str] = field(default_factory=list)
 
 
 def read_puzzles(path: Path, limit: int | None = None) -> list[Puzzle]:
@@ -152,7 +153,16 @@ def read_puzzles(path: Path, limit: int | None = None) -> list[Puzzle]:
         rows = list(csv.DictReader(file))
     if limit is not None and limit < len(rows):
         rows = [rows[i] for i in np.linspace(0, len(rows) - 1, limit).round().astype(int)]
-    return [Puzzle(r["PuzzleId"], r["FEN"], r["Moves"].split(), int(r["Rating"])) for r in rows]
+    return [
+        Puzzle(
+            r["PuzzleId"],
+            r["FEN"],
+            r["Moves"].split(),
+            int(r["Rating"]),
+            r.get("Themes", "").split(),
+        )
+        for r in rows
+    ]
 
 
 class PuzzleRun:
