@@ -145,6 +145,8 @@ class FakeLichess:
         self.move_429 = 0
         self.chat_429 = 0
         self.move_429_retry_after: int | None = None
+        # like Lichess, once limited every move is refused until the Retry-After has passed
+        self.move_limited_until = 0.0
         self.accept_500 = 0
         self.reject_moves = 0
         self.drop_event_stream = 0
@@ -466,9 +468,11 @@ class _Handler(BaseHTTPRequestHandler):
 
     def move(self, user: str, body: bytes, game_id: str, uci: str) -> None:
         fake = self.fake
-        if fake.move_429 > 0:
-            fake.move_429 -= 1
+        if fake.move_429 > 0 or time.monotonic() < fake.move_limited_until:
             headers = {}
+            if fake.move_429 > 0:
+                fake.move_429 -= 1
+                fake.move_limited_until = time.monotonic() + (fake.move_429_retry_after or 0)
             if fake.move_429_retry_after is not None:
                 headers["Retry-After"] = str(fake.move_429_retry_after)
             return self._json(429, {"error": "Too many requests. Try again later."}, headers)

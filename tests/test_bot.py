@@ -15,6 +15,7 @@ from pathlib import Path
 import chess
 import chess.engine
 import chess.pgn
+import onnxruntime as ort
 import pytest
 import yaml
 
@@ -289,6 +290,9 @@ def test_full_game_to_checkmate_saves_pgn(server, tmp_path, scorer, caplog, stoc
     moves = [r.getMessage() for r in caplog.records if "event=move " in r.getMessage()]
     assert moves and all(f"game={game_id}" in m and "rule=" in m and "time_ms=" in m for m in moves)
     assert "good-token" not in caplog.text
+    # the execution provider is logged, so a silent CPU fallback would be visible
+    assert f"provider={scorer.provider}" in caplog.text
+    assert scorer.provider in ort.get_available_providers()
 
 
 def ended_as_scripted(game: FakeGame, resign_at_ply: int) -> bool:
@@ -347,6 +351,27 @@ def test_429_on_move_pauses_the_endpoint(server, tmp_path, scorer):
     first, second = hits[0], hits[1]
     assert first[1] == 429 and second[0] - first[0] >= 1.0
     assert len(server.games[game_id].moves) == 7
+
+
+def test_429_on_move_pauses_every_concurrent_game_and_none_loses(server, tmp_path, scorer):
+    """Lichess counts the account: after a 429 on `move` no game may post a move before the
+    pause is over (it would only earn another 429), and every game goes on afterwards."""
+    server.move_429 = 1
+    server.move_429_retry_after = 1
+    with running_bot(make_config(server, tmp_path), scorer, server):
+        ids = [
+            server.challenge(color="white", opponent=random_opponent(1), resign_at_ply=9),
+            server.challenge(color="black", opponent=random_opponent(2), resign_at_ply=8),
+            server.challenge(color="white", opponent=random_opponent(3), resign_at_ply=7),
+        ]
+        assert server.wait_for(lambda: all(finished(server, i) for i in ids), timeout=20)
+    hits = server.hits("POST", "/move/")
+    limited = [t for t, status in hits if status == 429]
+    # moves already in flight when the first 429 was sent are refused too; none after that
+    assert 1 <= len(limited) <= len(ids), hits
+    assert all(t < limited[0] or t - limited[0] >= 1.0 for t, status in hits if status == 200)
+    plies = [9, 8, 7]
+    assert all(ended_as_scripted(server.games[i], n) for i, n in zip(ids, plies, strict=True))
 
 
 def test_429_on_chat_does_not_hold_up_concurrent_games(server, tmp_path, scorer):

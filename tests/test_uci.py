@@ -9,6 +9,7 @@ import time
 
 import chess
 import chess.engine
+import onnxruntime as ort
 import pytest
 
 from tests.conftest import ENGINE_CMD, REPO, stockfish_path
@@ -275,6 +276,7 @@ def test_bad_model_file_keeps_the_previous_model_and_isready_answers(raw_engine,
     raw_engine.send("isready")
     first = [t for t in raw_engine.read_until("readyok") if t.startswith("info string model")]
     assert first, "the good model loads first"
+    assert first[0].split(" on ")[-1] in ort.get_available_providers()  # names the provider
     raw_engine.send(f"setoption name ModelFile value {value}")
     raw_engine.send("isready")
     lines = raw_engine.read_until("readyok", timeout=30)
