@@ -22,7 +22,9 @@ from oneply.engine.moves import legal_move_ids
 from oneply.engine.tokenizer import tokenize
 from oneply.training import annotate
 from oneply.training.dataset import AnnotatedDataset, Shard, position_key
+from oneply.training.stockfish_scorer import StockfishScorer
 from tests.conftest import stockfish_path
+from tests.stockfish_reference import reference_values
 
 pytestmark = pytest.mark.usefixtures("stockfish")
 
@@ -67,8 +69,8 @@ def _keys_in(out: Path) -> list[bytes]:
 
 def test_mates_and_stalemates_are_settled_without_the_engine(stockfish: str) -> None:
     board = chess.Board(MATE_AND_STALEMATE)
-    with chess.engine.SimpleEngine.popen_uci(stockfish) as engine:
-        values = annotate.score_moves(engine, board, chess.engine.Limit(depth=4))
+    with StockfishScorer(stockfish) as engine:
+        values = engine.score_moves(board, chess.engine.Limit(depth=4))
     assert set(values) == set(board.legal_moves)
     assert values[chess.Move.from_uci("e7e8")] == 1.0
     assert values[chess.Move.from_uci("e7f7")] == 0.5
@@ -309,7 +311,7 @@ def test_pgn_games_are_streamed_deduplicated_excluded_and_resumed(tmp_path: Path
     try:
         for key in list(stored)[::25]:
             board = chess.Board(expected[key])
-            fresh = annotate.score_moves(engine, board, chess.engine.Limit(depth=2), game=object())
+            fresh = reference_values(engine, board, chess.engine.Limit(depth=2))
             wins = np.array([fresh[m] for m in board.legal_moves])
             np.testing.assert_allclose(stored[key][1], wins, atol=1 / 65535)
     finally:

@@ -22,6 +22,7 @@ from oneply.training import generate
 from oneply.training.compact import fen_of_tokens
 from oneply.training.dataset import AnnotatedDataset, Shard, find_shards, position_key
 from tests.conftest import stockfish_path
+from tests.stockfish_reference import reference_values
 
 REPO = Path(__file__).resolve().parents[1]
 #: short games, so that a few hundred positions span many games and shards
@@ -168,13 +169,13 @@ def test_json_reports_the_rate_and_stockfish_alone(tmp_path: Path, capsys) -> No
 
 def _mistakes(settings, games: int) -> tuple[int, float, float]:
     """(moves, share losing >= 0.2 of win probability, share missing a winning capture so)."""
-    import chess.engine
     import chess.polyglot
 
     from oneply.training.positions import DEFAULT_BOOKS, DEFAULT_ECO, load_eco_lines
     from oneply.training.scored_games import GamePlayer
+    from oneply.training.stockfish_scorer import StockfishScorer
 
-    engine = chess.engine.SimpleEngine.popen_uci(stockfish_path())
+    engine = StockfishScorer(stockfish_path())
     books = [chess.polyglot.open_reader(p) for p in DEFAULT_BOOKS if p.exists()]
     player = GamePlayer(settings, engine, books, load_eco_lines(DEFAULT_ECO))
     moves = blunders = missed = 0
@@ -225,7 +226,6 @@ def test_inspect_records_agree_with_a_fresh_stockfish_and_the_table_counts(
     import chess.engine
 
     from oneply.training import inspect_data
-    from oneply.training.annotate import score_moves
 
     out = tmp_path / "d"
     _run(out, 80, "--workers", "2", "--depth", "2")
@@ -239,7 +239,7 @@ def test_inspect_records_agree_with_a_fresh_stockfish_and_the_table_counts(
         for line in lines:
             record = json.loads(line)
             board = chess.Board(record["fen"])
-            fresh = score_moves(engine, board, chess.engine.Limit(depth=2), game=object())
+            fresh = reference_values(engine, board, chess.engine.Limit(depth=2))
             assert record["values"].keys() == {m.uci() for m in fresh}
             for move, value in fresh.items():
                 assert abs(record["values"][move.uci()] - value) < 1e-4, (record["fen"], move)

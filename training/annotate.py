@@ -8,13 +8,8 @@ without losing or duplicating a finished position; ``--shard k/n`` keeps the chu
 i % n == k, so n machines can split one file and their shard directories can be merged.
 
 Each worker process owns one Stockfish (Threads=1, small hash) and runs one search per
-position with MultiPV = number of legal moves (values as in docs/FORMAT.md §3):
-
-* a move's value is ``cp_to_win(cp)`` of its root MultiPV line, which Stockfish reports from
-  the mover's side; a mate for the mover is 1.0, being mated 0.0;
-* moves that checkmate (1.0) or stalemate (0.5) are settled without the engine;
-* a move Stockfish returns no line for is scored by searching the child position with the
-  same limit and flipping: 1 − p(child).
+position with MultiPV = number of legal moves; what a value is, and why it depends on the
+position alone, is in training/stockfish_scorer.py.
 
 Positions without legal moves (mate, stalemate) have nothing to learn and are skipped.
 """
@@ -40,15 +35,14 @@ from tqdm import tqdm
 
 from oneply.arena import DEV_PUZZLES
 from oneply.engine.moves import MOVE_INDEX
-from oneply.engine.stockfish import LOOKUP_TEXT, StockfishNotFound, require_stockfish
+from oneply.engine.stockfish import LOOKUP_TEXT, StockfishNotFound
 from oneply.engine.tokenizer import TokenizerError, board_from, tokenize
-from oneply.engine.values import score_to_win
 from oneply.training.dataset import DatasetError, Shard, write_shard
+from oneply.training.stockfish_scorer import StockfishError, StockfishScorer
 from oneply.training.workers import sigterm_as_interrupt, worker_pool
 
 DEFAULT_DEPTH = 8
 DEFAULT_CHUNK_SIZE = 256
-HASH_MB = 16
 
 
 class AnnotateError(RuntimeError):
@@ -69,59 +63,6 @@ class Settings:
 
     def limit_dict(self) -> dict:
         return {"depth": self.depth} if self.depth is not None else {"nodes": self.nodes}
-
-
-# --------------------------------------------------------------------------- scoring
-
-
-def _settle_without_engine(board: chess.Board, move: chess.Move) -> float | None:
-    """1.0 for a mating move, 0.5 for a stalemating one, None when the engine must decide."""
-    board.push(move)
-    try:
-        if board.is_checkmate():
-            return 1.0
-        if board.is_stalemate():
-            return 0.5
-        return None
-    finally:
-        board.pop()
-
-
-def score_moves(
-    engine: chess.engine.SimpleEngine,
-    board: chess.Board,
-    limit: chess.engine.Limit,
-    game: object = None,
-) -> dict[chess.Move, float]:
-    """Win probability (for the mover) of every legal move of ``board``.
-
-    ``game``: python-chess sends ``ucinewgame`` (clearing Stockfish's hash and history) whenever
-    it differs from the previous call's, so a fresh ``object()`` per position makes the values
-    depend on the position alone, not on what the engine searched before.
-    """
-    values: dict[chess.Move, float] = {}
-    searched: list[chess.Move] = []
-    for move in board.legal_moves:
-        settled = _settle_without_engine(board, move)
-        if settled is None:
-            searched.append(move)
-        else:
-            values[move] = settled
-    if searched:
-        infos = engine.analyse(board, limit, multipv=len(searched), root_moves=searched, game=game)
-        for info in infos:
-            pv, score = info.get("pv"), info.get("score")
-            if pv and score is not None and pv[0] in searched and pv[0] not in values:
-                values[pv[0]] = score_to_win(score.relative)
-    for move in searched:
-        if move not in values:  # Stockfish skipped it: search the child and flip
-            board.push(move)
-            try:
-                info = engine.analyse(board, limit, game=game)
-            finally:
-                board.pop()
-            values[move] = 1.0 - score_to_win(info["score"].relative)
-    return values
 
 
 # --------------------------------------------------------------------------- chunks
@@ -164,7 +105,7 @@ class Chunk:
 
 
 def annotate_chunk(
-    engine: chess.engine.SimpleEngine, chunk: Chunk, settings: Settings, out: Path, report=None
+    engine: StockfishScorer, chunk: Chunk, settings: Settings, out: Path, report=None
 ) -> dict:
     """Score every position of a chunk and write its shard; returns the manifest entry."""
     states, move_ids, wins = [], [], []
@@ -174,9 +115,7 @@ def annotate_chunk(
         values = {}
         if text and not text.startswith("#"):
             board = board_from(text)
-            # a fresh Stockfish game per position: values depend on the position alone, not on
-            # which positions the worker searched before (worker count, resume point)
-            values = score_moves(engine, board, settings.limit(), game=object())
+            values = engine.score_moves(board, settings.limit())
         if not values:  # blank line, comment, checkmate or stalemate: nothing to learn
             skipped += 1
             if report is not None:
@@ -239,15 +178,13 @@ def finished_entry(out: Path, chunk: Chunk, settings: Settings) -> dict | None:
 _worker: dict = {}
 
 
-def open_engine(path: str) -> chess.engine.SimpleEngine:
+def open_engine(path: str) -> StockfishScorer:
     try:
-        engine = chess.engine.SimpleEngine.popen_uci(require_stockfish(path))
+        return StockfishScorer(path)
     except StockfishNotFound as error:
         raise AnnotateError(f"cannot start Stockfish: {error}") from None
-    except (FileNotFoundError, PermissionError, chess.engine.EngineError) as error:
-        raise AnnotateError(f"cannot start Stockfish at {path}: {error}") from None
-    engine.configure({"Threads": 1, "Hash": HASH_MB})
-    return engine
+    except StockfishError as error:
+        raise AnnotateError(str(error)) from None
 
 
 def _init_worker(settings: Settings, out: Path, progress) -> None:

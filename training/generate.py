@@ -43,7 +43,7 @@ from tqdm import tqdm
 
 from oneply.arena import DEV_PUZZLES
 from oneply.engine.stockfish import LOOKUP_TEXT
-from oneply.training.annotate import open_engine, parse_shard, score_moves
+from oneply.training.annotate import open_engine, parse_shard
 from oneply.training.dataset import (
     DatasetError,
     Shard,
@@ -123,7 +123,7 @@ def _wait_for_all(_: int) -> None:
 def _score_fen(fen: str) -> int:
     """Stockfish alone on one position: the same scoring call as the games, no game logic."""
     player: GamePlayer = _worker["player"]
-    score_moves(player.engine, chess.Board(fen), player.settings.limit(), game=object())
+    player.engine.score_moves(chess.Board(fen), player.settings.limit())
     return 1
 
 

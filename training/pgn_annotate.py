@@ -2,7 +2,7 @@
 
 The paper's approach for anyone with a game database: every position of every game (before
 each move, and the final one if it has legal moves) is a candidate; the first occurrence in
-file order is scored with all its legal moves (training/annotate.py's ``score_moves``, a fresh
+file order is scored with all its legal moves (training/stockfish_scorer.py, a fresh
 Stockfish game per position), unless a shard in DIR or an exclusion CSV already has it.
 
 * The file is streamed: games are read one at a time, so its size does not matter.

@@ -46,9 +46,9 @@ import chess.polyglot
 import numpy as np
 
 from oneply.engine.tokenizer import tokenize
-from oneply.training.annotate import score_moves
 from oneply.training.dataset import KEY_LENGTH
 from oneply.training.positions import play_opening
+from oneply.training.stockfish_scorer import StockfishScorer
 
 PIECE_VALUES = {chess.PAWN: 1, chess.KNIGHT: 3, chess.BISHOP: 3, chess.ROOK: 5, chess.QUEEN: 9}
 
@@ -120,7 +120,7 @@ class GamePlayer:
     def __init__(
         self,
         settings: GameSettings,
-        engine: chess.engine.SimpleEngine,
+        engine: StockfishScorer,
         books: list[chess.polyglot.MemoryMappedReader],
         eco_lines: list[list[str]],
         alive=None,
@@ -136,10 +136,7 @@ class GamePlayer:
         """Legal moves' win probabilities in generation order, from a fresh Stockfish game."""
         if self.alive is not None:
             self.alive()
-        # without the game's move stack: python-chess would send it, and Stockfish's repetition
-        # detection would make the values depend on the path to the position
-        root = board.copy(stack=False)
-        values = score_moves(self.engine, root, self.settings.limit(), game=object())
+        values = self.engine.score_moves(board, self.settings.limit())
         return np.array([values[m] for m in board.legal_moves], dtype=np.float32)
 
     def choose(

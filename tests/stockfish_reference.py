@@ -1,0 +1,42 @@
+"""An independent reference for the data engine's labels: every legal move of a position scored
+through python-chess's own engine client (`analyse` with MultiPV), not oneply's UCI pipe
+(training/stockfish_scorer.py). Where the two agree, the labels are Stockfish's."""
+
+from __future__ import annotations
+
+import chess
+import chess.engine
+
+from oneply.engine.values import score_to_win
+from oneply.training.stockfish_scorer import settle_without_engine
+
+
+def reference_values(
+    engine: chess.engine.SimpleEngine, board: chess.Board, limit: chess.engine.Limit
+) -> dict[chess.Move, float]:
+    """Win probability (for the mover) of each legal move, from a fresh Stockfish game."""
+    values: dict[chess.Move, float] = {}
+    searched = []
+    for move in board.legal_moves:
+        settled = settle_without_engine(board, move)
+        if settled is None:
+            searched.append(move)
+        else:
+            values[move] = settled
+    if searched:
+        root = board.copy(stack=False)
+        infos = engine.analyse(
+            root, limit, multipv=len(searched), root_moves=searched, game=object()
+        )
+        for info in infos:
+            pv, score = info.get("pv"), info.get("score")
+            if pv and score is not None and pv[0] in searched and pv[0] not in values:
+                values[pv[0]] = score_to_win(score.relative)
+    for move in searched:
+        if move not in values:
+            child = board.copy(stack=False)
+            child.push(move)
+            values[move] = 1.0 - score_to_win(
+                engine.analyse(child, limit, game=object())["score"].relative
+            )
+    return values
