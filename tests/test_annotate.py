@@ -318,3 +318,14 @@ def test_pgn_games_are_streamed_deduplicated_excluded_and_resumed(tmp_path: Path
         engine.quit()
     assert annotate.run(_args(*common)) == 0  # all done: nothing new
     assert len(AnnotatedDataset(out)) == len(stored)
+
+
+def test_pgn_json_reports_the_rate_and_stockfish_alone(tmp_path: Path, capsys) -> None:
+    pgn = _pgn(tmp_path / "games.pgn", 3)
+    out = tmp_path / "out"
+    args = _args(str(pgn), "--out", str(out), "--depth", "1", "--bench-sample", "10", "--json")
+    assert annotate.run(args) == 0
+    result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert result["new"] == len(_pgn_keys(pgn)) == len(AnnotatedDataset(out))
+    assert result["positions_per_s"] > 0 and result["stockfish_positions_per_s"] > 0
+    assert result["overhead"] < 1 and result["bytes_per_position"] > 0 and result["seconds"] > 0
