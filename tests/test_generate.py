@@ -171,7 +171,7 @@ def _mistakes(settings, games: int) -> tuple[int, float, float]:
     """(moves, share losing >= 0.2 of win probability, share missing a winning capture so)."""
     import chess.polyglot
 
-    from oneply.training.positions import DEFAULT_BOOKS, DEFAULT_ECO, load_eco_lines
+    from oneply.training.openings import DEFAULT_BOOKS, DEFAULT_ECO, load_eco_lines
     from oneply.training.scored_games import GamePlayer
     from oneply.training.stockfish_scorer import StockfishScorer
 
@@ -252,3 +252,17 @@ def test_inspect_records_agree_with_a_fresh_stockfish_and_the_table_counts(
     assert sum(mix["phase"].values()) == sum(mix["legal_moves"].values()) == 80
     assert sum(mix["values"]) == report["action_values"] and sum(mix["best_values"]) == 80
     assert (out / "inspect.png").stat().st_size > 10_000
+
+
+def test_unreadable_book_or_eco_file_is_a_clear_error(tmp_path: Path, capsys) -> None:
+    not_a_book = tmp_path / "book.bin"
+    not_a_book.write_bytes(b"\x01\x02\x03")  # not a multiple of 16 bytes: no polyglot book
+    for bad in (["--book", str(tmp_path / "missing.bin")], ["--book", str(not_a_book)]):
+        args = _args("--out", str(tmp_path / "d"), "--count", "5", *FAST, *bad)
+        assert generate.run(args) == 2
+        assert "polyglot book" in capsys.readouterr().err
+    args = _args("--out", str(tmp_path / "d"), "--count", "5", *FAST, "--eco", str(tmp_path))
+    assert generate.run(args) == 2
+    assert "ECO file" in capsys.readouterr().err
+    assert not list((tmp_path / "d").iterdir())  # nothing written: the fixed command runs
+    assert generate.run(_args("--out", str(tmp_path / "d"), "--count", "5", *FAST)) == 0

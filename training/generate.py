@@ -51,10 +51,11 @@ from oneply.training.dataset import (
     puzzle_keys,
     write_compact_shard,
 )
-from oneply.training.positions import (
+from oneply.training.openings import (
     DEFAULT_BOOKS,
     DEFAULT_ECO,
-    PositionsError,
+    OpeningsError,
+    check_books,
     load_eco_lines,
 )
 from oneply.training.scored_games import GamePlayer, GameSettings, Record, state_key
@@ -209,13 +210,18 @@ def run_generate(args: argparse.Namespace) -> dict:
     out.mkdir(parents=True, exist_ok=True)
     settings = game_settings(args)
     k, n = args.shard
+    # the inputs are checked before anything is written: a failed start must not leave a
+    # manifest whose settings then refuse the corrected command
+    books = [str(p) for p in args.book]
+    check_books(books)
+    eco = load_eco_lines(Path(args.eco) if args.eco else None)
     engine = open_engine(args.stockfish)
     version = engine.id.get("name", "unknown")
     engine.quit()
     recorded = {
         "game": asdict(settings),
         "stockfish": version,
-        "books": [str(p) for p in args.book],
+        "books": books,
         "eco": args.eco,
     }
     manifest_file = out / MANIFEST
@@ -241,8 +247,6 @@ def run_generate(args: argparse.Namespace) -> dict:
     }
     if wanted <= 0:
         return result
-    eco = load_eco_lines(Path(args.eco) if args.eco else None)
-    books = [str(p) for p in args.book]
     writer = Writer(out, (k, n), {"settings": recorded})
     started = time.monotonic()
     scored, new, game = 0, 0, next_game
@@ -369,7 +373,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     try:
         result = run_generate(args)
-    except (GenerateError, PositionsError, DatasetError) as error:
+    except (GenerateError, OpeningsError, DatasetError) as error:
         print(f"oneply train generate: error: {error}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

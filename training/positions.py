@@ -37,7 +37,7 @@ import random
 import sys
 import time
 from collections import Counter
-from collections.abc import Generator, Iterable, Iterator
+from collections.abc import Generator, Iterator
 from contextlib import closing
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -54,13 +54,17 @@ from oneply.engine.tokenizer import tokenize
 from oneply.engine.values import score_to_win
 from oneply.training.dataset import DatasetError, puzzle_keys
 from oneply.training.dataset import position_key as dataset_key
+from oneply.training.openings import (
+    DEFAULT_BOOKS,
+    DEFAULT_ECO,
+    OpeningsError,
+    check_books,
+    game_finished,
+    load_eco_lines,
+    play_opening,
+)
 from oneply.training.workers import sigterm_as_interrupt, worker_pool
 
-DEFAULT_BOOKS = (
-    Path("/usr/share/games/gnuchess/book.bin"),
-    Path("/usr/share/pychess/pychess_book.bin"),
-)
-DEFAULT_ECO = Path("/usr/share/pgn-extract/eco.pgn")
 PIECE_MATERIAL = {chess.KNIGHT: 3, chess.BISHOP: 3, chess.ROOK: 5, chess.QUEEN: 9}
 ENDGAME_MATERIAL = 20
 OPENING_FULLMOVES = 12
@@ -96,67 +100,6 @@ def position_key(board: chess.Board) -> str:
 def fen_key(fen: str) -> str:
     """position_key of a FEN written by python-chess (its first four fields)."""
     return " ".join(fen.split(" ")[:4])
-
-
-# --------------------------------------------------------------------------- inputs
-
-
-def load_eco_lines(path: Path | None) -> list[list[str]]:
-    """Main lines of the ECO file as UCI move lists."""
-    if path is None:
-        return []
-    lines = []
-    try:
-        with open(path) as file:
-            while (game := chess.pgn.read_game(file)) is not None:
-                moves = [m.uci() for m in game.mainline_moves()]
-                if moves:
-                    lines.append(moves)
-    except OSError as error:
-        raise PositionsError(f"{path}: cannot read ECO file: {error}") from None
-    return lines
-
-
-def check_books(paths: Iterable[str]) -> None:
-    for path in paths:
-        if not Path(path).is_file():
-            raise PositionsError(f"{path}: polyglot book not found (not a file)")
-        try:
-            with chess.polyglot.open_reader(path) as reader:
-                next(iter(reader.find_all(chess.Board())), None)
-        except (OSError, ValueError) as error:
-            raise PositionsError(f"{path}: not a readable polyglot book: {error}") from None
-
-
-def play_opening(
-    board: chess.Board,
-    rng: random.Random,
-    books: list[chess.polyglot.MemoryMappedReader],
-    eco_lines: list[list[str]],
-    book_share: float,
-    eco_share: float,
-) -> str:
-    """Push an opening onto ``board`` and return its kind: a weighted random walk of 1–24 plies
-    through a polyglot book, a random prefix (at least half) of an ECO line, or 1–4 random moves.
-    """
-    roll = rng.random()
-    if roll < book_share and books:
-        book = rng.choice(books)
-        for _ in range(rng.randint(1, 24)):
-            entries = list(book.find_all(board))
-            if not entries:
-                break
-            weights = [entry.weight + 1 for entry in entries]
-            board.push(rng.choices(entries, weights)[0].move)
-        return "book"
-    if roll < book_share + eco_share and eco_lines:
-        line = rng.choice(eco_lines)
-        for uci in line[: rng.randint(max(1, len(line) // 2), len(line))]:
-            board.push_uci(uci)
-        return "eco"
-    for _ in range(rng.randint(1, 4)):
-        board.push(rng.choice(list(board.legal_moves)))
-    return "random"
 
 
 # --------------------------------------------------------------------------- one game
@@ -231,7 +174,7 @@ class GameMaker:
         styles = (self._style(rng), self._style(rng))
         nodes = rng.randint(settings.min_nodes, settings.max_nodes)
         random_share = rng.uniform(0.0, settings.max_random_share)
-        while not _finished(board) and board.ply() < settings.max_plies:
+        while not game_finished(board) and board.ply() < settings.max_plies:
             if rng.random() < random_share:
                 move = rng.choice(list(board.legal_moves))
             else:
@@ -244,10 +187,6 @@ class GameMaker:
     def _maybe_sample(self, board: chess.Board, rng: random.Random, sampled: list[str]) -> None:
         if rng.random() < self.settings.sample_rate and any(board.legal_moves):
             sampled.append(board.fen())
-
-
-def _finished(board: chess.Board) -> bool:
-    return board.is_game_over() or board.can_claim_fifty_moves() or board.is_repetition(3)
 
 
 def game_rng(settings: Settings, session: int, index: int) -> random.Random:
@@ -436,7 +375,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         with sigterm_as_interrupt():
             return _run(args)
-    except PositionsError as error:
+    except (PositionsError, OpeningsError) as error:
         print(f"oneply train positions: error: {error}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

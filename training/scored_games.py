@@ -14,7 +14,7 @@ and the next move is drawn from those very scores, so the labels cost the only s
   high ones make the inaccuracies and blunders real players make.
 
 Games start from a polyglot book walk, an ECO line prefix or a few random moves
-(training/positions.py's ``play_opening``) and run to the end, ``max_plies``, or until the game
+(training/openings.py) and run to the end, ``max_plies``, or until the game
 is decided: ``decided_plies`` positions in a row whose best move wins (or loses) with
 probability ``decided_win`` or more. Without that rule most positions came from long, lost
 endgames shuffled to the fifty-move rule (see `oneply train inspect`).
@@ -47,7 +47,7 @@ import numpy as np
 
 from oneply.engine.tokenizer import tokenize
 from oneply.training.dataset import KEY_LENGTH
-from oneply.training.positions import play_opening
+from oneply.training.openings import game_finished, play_opening
 from oneply.training.stockfish_scorer import StockfishScorer
 
 PIECE_VALUES = {chess.PAWN: 1, chess.KNIGHT: 3, chess.BISHOP: 3, chess.ROOK: 5, chess.QUEEN: 9}
@@ -161,7 +161,7 @@ class GamePlayer:
         low, high = math.log(s.min_temperature), math.log(s.max_temperature)
         temperature = math.exp(rng.uniform(low, high))
         decided = 0  # consecutive positions whose best move wins or loses almost surely
-        while board.ply() < s.max_plies and not _finished(board) and decided < s.decided_plies:
+        while board.ply() < s.max_plies and not game_finished(board) and decided < s.decided_plies:
             state = tokenize(board)
             key = state_key(state)
             full = state.astype(np.uint8).tobytes()  # the clocks change the values a little
@@ -175,7 +175,3 @@ class GamePlayer:
             best = float(wins.max())
             decided = decided + 1 if max(best, 1 - best) >= s.decided_win else 0
             board.push(self.choose(board, list(board.legal_moves), wins, temperature, rng))
-
-
-def _finished(board: chess.Board) -> bool:
-    return board.is_game_over() or board.can_claim_fifty_moves() or board.is_repetition(3)
