@@ -255,14 +255,20 @@ def test_inspect_records_agree_with_a_fresh_stockfish_and_the_table_counts(
 
 
 def test_unreadable_book_or_eco_file_is_a_clear_error(tmp_path: Path, capsys) -> None:
+    from oneply.training.openings import DEFAULT_BOOKS
+
+    out = tmp_path / "d"
     not_a_book = tmp_path / "book.bin"
     not_a_book.write_bytes(b"\x01\x02\x03")  # not a multiple of 16 bytes: no polyglot book
     for bad in (["--book", str(tmp_path / "missing.bin")], ["--book", str(not_a_book)]):
-        args = _args("--out", str(tmp_path / "d"), "--count", "5", *FAST, *bad)
-        assert generate.run(args) == 2
+        assert generate.run(_args("--out", str(out), "--count", "5", *FAST, *bad)) == 2
         assert "polyglot book" in capsys.readouterr().err
-    args = _args("--out", str(tmp_path / "d"), "--count", "5", *FAST, "--eco", str(tmp_path))
-    assert generate.run(args) == 2
+    assert (
+        generate.run(_args("--out", str(out), "--count", "5", *FAST, "--eco", str(tmp_path))) == 2
+    )
     assert "ECO file" in capsys.readouterr().err
-    assert not list((tmp_path / "d").iterdir())  # nothing written: the fixed command runs
-    assert generate.run(_args("--out", str(tmp_path / "d"), "--count", "5", *FAST)) == 0
+    assert not list(out.iterdir())  # nothing written, so the fixed command is not refused
+    book = next(p for p in DEFAULT_BOOKS if p.exists())
+    assert generate.run(_args("--out", str(out), "--count", "5", *FAST, "--book", str(book))) == 0
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["settings"]["books"] == [str(book)]  # a book given replaces the defaults

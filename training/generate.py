@@ -212,7 +212,7 @@ def run_generate(args: argparse.Namespace) -> dict:
     k, n = args.shard
     # the inputs are checked before anything is written: a failed start must not leave a
     # manifest whose settings then refuse the corrected command
-    books = [str(p) for p in args.book]
+    books = [str(p) for p in (args.book or [p for p in DEFAULT_BOOKS if p.exists()])]
     check_books(books)
     eco = load_eco_lines(Path(args.eco) if args.eco else None)
     engine = open_engine(args.stockfish)
@@ -353,7 +353,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-plies", type=int, default=d.max_plies)
     parser.add_argument("--shard-size", type=int, default=4096, help="positions per shard, about")
     parser.add_argument("--stockfish", default="", help=f"Stockfish (default: {LOOKUP_TEXT})")
-    parser.add_argument("--book", action="append", default=[p for p in DEFAULT_BOOKS if p.exists()])
+    parser.add_argument(
+        "--book",
+        action="append",
+        help="polyglot opening book (repeatable; default: the Debian books that exist)",
+    )
     parser.add_argument("--eco", default=str(DEFAULT_ECO) if DEFAULT_ECO.exists() else None)
     parser.add_argument(
         "--exclude",
