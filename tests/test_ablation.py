@@ -62,6 +62,7 @@ def test_ablation_trains_measures_writes_the_table_and_resumes(tmp_path: Path) -
     for row in rows:
         assert row["positions_seen"] == 256 and 0.0 <= row["puzzles"] <= 1.0
         assert row["val_loss"] > 0 and -1.0 <= row["kendall_tau"] <= 1.0
+        assert 0.0 <= row["accuracy"] <= 1.0
         greedy = row["greedy"]
         assert greedy["wins"] + greedy["draws"] + greedy["losses"] == 2
     assert rows[0]["parameters"] < rows[1]["parameters"]  # squares adds the square embeddings

@@ -178,7 +178,7 @@ def run_variant(variant: Variant, args: argparse.Namespace) -> dict[str, Any]:
         "positions_seen": config.steps * config.batch,
         "train_seconds": round(checkpoint["summary"].get("train_seconds", 0.0), 1),
         "val_loss": checkpoint.get("metrics", {}).get("val_loss"),
-        "accuracy": positions.get("accuracy"),
+        "accuracy": positions.get("action_accuracy"),
         "kendall_tau": positions.get("kendall_tau"),
         "log_loss": positions.get("log_loss"),
         "puzzles": puzzles.get("accuracy"),
