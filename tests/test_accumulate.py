@@ -97,7 +97,8 @@ def test_init_from_onnx_reproduces_the_model_file(tmp_path: Path, move_features)
     expected = Scorer(path, threads=1).log_probs(*encode_batch(BOARDS)[:2])
     actual, ids = log_probs(model, BOARDS)
     mask = ids >= 0
-    np.testing.assert_allclose(actual[mask], expected[mask], atol=1e-5, rtol=0)
+    # float32 round-off grows with the log-probabilities (about -10 for a trained model)
+    np.testing.assert_allclose(actual[mask], expected[mask], atol=1e-5, rtol=1e-5)
 
 
 @FEATURES
