@@ -69,9 +69,12 @@ def log_probs(model: ActionValueModel, boards) -> tuple[np.ndarray, np.ndarray]:
         return model(torch.from_numpy(states), torch.from_numpy(ids)).numpy(), ids
 
 
-def source_model(tmp_path: Path, move_features: bool) -> tuple[ActionValueModel, Path]:
+def source_model(
+    tmp_path: Path, move_features: bool, mirror: bool = True
+) -> tuple[ActionValueModel, Path]:
     torch.manual_seed(7)
-    model = ActionValueModel(dataclasses.replace(PRESETS["tiny"], move_features=move_features))
+    config = dataclasses.replace(PRESETS["tiny"], move_features=move_features, mirror=mirror)
+    model = ActionValueModel(config)
     path = tmp_path / "source.onnx"
     export_model(model.eval(), path, preset="tiny", trained=False)
     return model, path
@@ -138,6 +141,38 @@ def test_init_with_another_preset_or_an_int8_file_is_refused(tmp_path: Path) -> 
         warm_started(garbage)
     with pytest.raises(CommandError, match="no such file"):
         warm_started(tmp_path / "missing.onnx")
+
+
+def _twin(move: chess.Move) -> chess.Move:
+    return chess.Move(
+        chess.square_mirror(move.from_square), chess.square_mirror(move.to_square), move.promotion
+    )
+
+
+def test_a_preset_with_the_side_to_move_view_upgrades_a_source_without_it(tmp_path: Path) -> None:
+    """v3 → v4: `--init OLD.onnx --preset small` turns the view on; white-to-move positions
+    score exactly as before, black-to-move ones as the source scores their colour-flipped twins;
+    without --preset the source's own architecture is kept."""
+    _, path = source_model(tmp_path, move_features=True, mirror=False)
+    assert warm_started(path).config.mirror is False
+    model = warm_started(path, preset="tiny")
+    assert model.config == PRESETS["tiny"] and model.config.mirror
+    source = Scorer(path, threads=1)
+    expected = source.log_probs(*encode_batch(BOARDS)[:2])
+    actual, ids = log_probs(model, BOARDS)  # all white to move
+    mask = ids >= 0
+    np.testing.assert_allclose(actual[mask], expected[mask], atol=1e-5, rtol=1e-5)
+    black = [board.mirror() for board in BOARDS]
+    actual, _ = log_probs(model, black)
+    _, _, twin_moves = encode_batch(BOARDS)
+    _, _, moves = encode_batch(black)
+    for row, board in enumerate(black):
+        slot = {move: i for i, move in enumerate(twin_moves[row])}
+        got = actual[row, : len(moves[row])]
+        want = expected[row, [slot[_twin(move)] for move in moves[row]]]
+        np.testing.assert_allclose(got, want, atol=1e-5, rtol=1e-5, err_msg=board.fen())
+    unmirrored = source.log_probs(*encode_batch(black)[:2])  # what the view changes
+    assert not np.allclose(actual[ids >= 0], unmirrored[ids >= 0], atol=1e-3)
 
 
 # --------------------------------------------------------------------------- --follow

@@ -27,7 +27,8 @@ from oneply.training.export import export_model  # noqa: E402
 from oneply.training.model import PRESETS, ActionValueModel  # noqa: E402
 from oneply.training.warm_start import load_init, load_weights  # noqa: E402
 
-MIRROR = dataclasses.replace(PRESETS["tiny"], mirror=True)
+MIRROR = PRESETS["tiny"]  # every preset has the view since v4
+PLAIN = dataclasses.replace(MIRROR, mirror=False)
 #: black to move, with what the flip must get right: castling rights of one kind per side
 #: (Kq → Qk), an en-passant square, promotions with capture, castling moves, 218 moves
 BLACK_POSITIONS = [
@@ -104,7 +105,7 @@ def _by_move(model, board: chess.Board, layout: str) -> dict[str, np.ndarray]:
 def test_a_mirror_model_scores_a_position_and_its_colour_flipped_twin_alike(tmp_path, layout):
     torch.manual_seed(4)
     mirror = ActionValueModel(MIRROR).eval()
-    plain = ActionValueModel(PRESETS["tiny"]).eval()
+    plain = ActionValueModel(PLAIN).eval()
     plain.load_state_dict(mirror.state_dict())  # same weights; the flip has none
     path = tmp_path / "mirror.onnx"
     export_model(mirror, path, preset="tiny", layout=layout, trained=False)
@@ -129,7 +130,7 @@ def test_the_flag_survives_the_model_file_and_warm_start(tmp_path):
     model = ActionValueModel(MIRROR).eval()
     path, plain_path = tmp_path / "mirror.onnx", tmp_path / "plain.onnx"
     export_model(model, path, preset="tiny", trained=False)
-    export_model(ActionValueModel(PRESETS["tiny"]), plain_path, preset="tiny", trained=False)
+    export_model(ActionValueModel(PLAIN), plain_path, preset="tiny", trained=False)
     versions = {
         p: {m.key: m.value for m in onnx.load(str(p)).metadata_props}["oneply.format_version"]
         for p in (path, plain_path)

@@ -31,6 +31,8 @@ from oneply.engine.errors import CommandError
 
 #: the architecture every variant starts from (--preset)
 BASE_PRESET = "small"
+#: the rows compare against the v2/v3 architecture: the preset minus what the table adopted
+BASE_MODEL: dict[str, Any] = {"mirror": False}
 
 
 @dataclass(frozen=True)
@@ -96,7 +98,7 @@ def write_init(variant: Variant, path: Path, seed: int, preset: str = BASE_PRESE
 
     from oneply.training.model import PRESETS, ActionValueModel
 
-    config = dataclasses.replace(PRESETS[preset], **variant.model)
+    config = dataclasses.replace(PRESETS[preset], **{**BASE_MODEL, **variant.model})
     torch.manual_seed(seed)
     model = ActionValueModel(config)
     if variant.zero_positions:
@@ -243,6 +245,10 @@ def plot(rows: list[dict[str, Any]], path: Path) -> None:
         ax.barh(names[::-1], values[::-1], color="tab:blue")
         ax.set_title(title)
         ax.grid(axis="x", alpha=0.3)
+    losses = [v for v in panels[0][1] if v]
+    if losses:  # the rows differ in the second decimal: zoom in on them
+        spread = max(losses) - min(losses)
+        axes[0].set_xlim(min(losses) - max(spread, 0.05), max(losses) + max(spread, 0.05) / 4)
     positions = rows[0]["positions_seen"] if rows else 0
     fig.suptitle(f"oneply train ablate: every variant trained on {positions:,} positions")
     fig.tight_layout()

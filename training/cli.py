@@ -18,6 +18,7 @@ STEPS: dict[str, tuple[str, str]] = {
         "score every legal move of each position with Stockfish",
     ),
     "fit": ("oneply.training.fit", "train the transformer on annotated shards"),
+    "curve": ("oneply.training.curve", "a model's strength against the samples it saw"),
     "ablate": ("oneply.training.ablation", "sample-efficiency table: variants, one budget"),
     "all": ("oneply.training.pipeline", "positions → annotate → fit → export → eval, resumably"),
 }

@@ -87,14 +87,23 @@ def load_init(path: str | Path) -> InitSource:
 
 def init_model_config(source: InitSource, preset: str) -> tuple[ModelConfig, str]:
     """The run's architecture and preset name: the source's own; an explicit --preset must
-    describe the same architecture (the weights fit no other)."""
-    if preset and PRESETS.get(preset) != source.config:
-        wanted = PRESETS.get(preset)
+    describe the same weights (they fit no other architecture).
+
+    The one allowed difference: a preset with the side-to-move view (``mirror``) may start from
+    a source without it. The view has no weights, and a source that learnt white-to-move
+    positions already knows every mirrored one, so the upgraded model scores white-to-move
+    positions exactly as the source does and black-to-move ones as the source scores their
+    colour-flipped twins.
+    """
+    if not preset:
+        return source.config, source.preset
+    wanted = PRESETS.get(preset)
+    if wanted is None or wanted not in (source.config, replace(source.config, mirror=True)):
         raise CommandError(
             f"--init {source.path} is a {source.preset!r} model ({source.config}), but --preset "
             f"{preset} is {wanted}; leave out --preset to train the source's own architecture"
         )
-    return source.config, preset or source.preset
+    return wanted, preset
 
 
 def load_weights(model: ActionValueModel, source: InitSource) -> None:
