@@ -33,6 +33,7 @@ from oneply.training.export import export_model, load_checkpoint_model  # noqa: 
 from oneply.training.model import PRESETS, ActionValueModel  # noqa: E402
 from oneply.training.warm_start import run_architecture  # noqa: E402
 from tests.test_fit import REPO, _fit_command, config, make_shard  # noqa: E402
+from tests.test_mirror import scores_by_move  # noqa: E402
 
 BOARDS = [
     chess.Board(),
@@ -143,12 +144,6 @@ def test_init_with_another_preset_or_an_int8_file_is_refused(tmp_path: Path) -> 
         warm_started(tmp_path / "missing.onnx")
 
 
-def _twin(move: chess.Move) -> chess.Move:
-    return chess.Move(
-        chess.square_mirror(move.from_square), chess.square_mirror(move.to_square), move.promotion
-    )
-
-
 def test_a_preset_with_the_side_to_move_view_upgrades_a_source_without_it(tmp_path: Path) -> None:
     """v3 → v4: `--init OLD.onnx --preset small` turns the view on; white-to-move positions
     score exactly as before, black-to-move ones as the source scores their colour-flipped twins;
@@ -163,14 +158,12 @@ def test_a_preset_with_the_side_to_move_view_upgrades_a_source_without_it(tmp_pa
     mask = ids >= 0
     np.testing.assert_allclose(actual[mask], expected[mask], atol=1e-5, rtol=1e-5)
     black = [board.mirror() for board in BOARDS]
-    actual, _ = log_probs(model, black)
-    _, _, twin_moves = encode_batch(BOARDS)
-    _, _, moves = encode_batch(black)
-    for row, board in enumerate(black):
-        slot = {move: i for i, move in enumerate(twin_moves[row])}
-        got = actual[row, : len(moves[row])]
-        want = expected[row, [slot[_twin(move)] for move in moves[row]]]
-        np.testing.assert_allclose(got, want, atol=1e-5, rtol=1e-5, err_msg=board.fen())
+    for board, twin in zip(black, BOARDS, strict=True):  # keyed from the side to move
+        got, want = scores_by_move(model, board, "shared"), scores_by_move(source, twin, "shared")
+        assert got.keys() == want.keys()
+        for move in got:
+            np.testing.assert_allclose(got[move], want[move], atol=1e-5, rtol=1e-5, err_msg=move)
+    actual, ids = log_probs(model, black)
     unmirrored = source.log_probs(*encode_batch(black)[:2])  # what the view changes
     assert not np.allclose(actual[ids >= 0], unmirrored[ids >= 0], atol=1e-3)
 

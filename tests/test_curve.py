@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from oneply.engine.errors import CommandError
-from oneply.training.curve import chain, log_slope, report, run_points
+from oneply.training.curve import chain, puzzle_trend, report, run_points
 
 
 def fake_run(root: Path, name: str, batch: int, evals: list[tuple[int, float, float]]) -> Path:
@@ -52,11 +52,13 @@ def test_the_slope_is_per_decade_of_samples(tmp_path: Path) -> None:
     )
     points, seen = run_points(run, 0)
     assert seen == 100_000
-    assert log_slope(points) == pytest.approx(0.02)
+    trend = puzzle_trend(points)
+    assert trend is not None and trend.slope == pytest.approx(0.02)
+    assert trend.at(1_000_000) == pytest.approx(0.16)
     summary = report(points)
     assert summary["puzzles_per_doubling"] == pytest.approx(0.02 * math.log10(2))
     flat = fake_run(tmp_path, "one", 1, [(10, 4.0, 0.1)])
-    assert log_slope(run_points(flat, 0)[0]) is None  # one check: no slope
+    assert puzzle_trend(run_points(flat, 0)[0]) is None  # one check: no slope
 
 
 def test_a_folder_that_is_not_a_run_is_a_clear_error(tmp_path: Path) -> None:

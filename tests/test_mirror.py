@@ -87,7 +87,7 @@ def test_flip_state_is_python_chess_board_mirror_and_an_involution():
     assert np.array_equal(flip_state(flipped), states)
 
 
-def _by_move(model, board: chess.Board, layout: str) -> dict[str, np.ndarray]:
+def scores_by_move(model, board: chess.Board, layout: str) -> dict[str, np.ndarray]:
     """Log-probs per move, keyed by the move as seen from the side to move (black's moves
     rank-flipped), so a position and its colour-flipped twin use the same keys."""
     states, ids, moves = encode_batch([board])
@@ -114,14 +114,14 @@ def test_a_mirror_model_scores_a_position_and_its_colour_flipped_twin_alike(tmp_
         black = chess.Board(fen)
         twin = black.mirror()
         for model in (mirror, scorer):
-            a, b = _by_move(model, black, layout), _by_move(model, twin, layout)
+            a, b = scores_by_move(model, black, layout), scores_by_move(model, twin, layout)
             assert a.keys() == b.keys()
             for move in a:
                 np.testing.assert_allclose(a[move], b[move], atol=1e-5, rtol=0, err_msg=move)
-        a, b = _by_move(plain, black, layout), _by_move(plain, twin, layout)
+        a, b = scores_by_move(plain, black, layout), scores_by_move(plain, twin, layout)
         assert max(np.abs(a[m] - b[m]).max() for m in a) > 1e-3  # the plain model sees colours
         # white to move is left alone: the same weights give the same values
-        same = _by_move(mirror, twin, layout)
+        same = scores_by_move(mirror, twin, layout)
         assert all(np.array_equal(b[m], same[m]) for m in b)
 
 

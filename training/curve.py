@@ -60,23 +60,38 @@ def chain(runs: list[Path], start: int) -> list[Point]:
     return points
 
 
-def log_slope(points: list[Point]) -> float | None:
-    """Least-squares slope of the puzzle checks against log10(positions seen)."""
-    xy = [(math.log10(p.positions), p.value) for p in points if p.split == "puzzles"]
-    xy = [(x, y) for x, y in xy if math.isfinite(x)]
+@dataclass(frozen=True)
+class Trend:
+    """Least-squares line of the puzzle checks against log10(positions seen)."""
+
+    slope: float  # share of puzzles per 10x positions
+    mean_x: float
+    mean_y: float
+
+    def at(self, positions: float) -> float:
+        return self.mean_y + self.slope * (math.log10(positions) - self.mean_x)
+
+
+def puzzle_trend(points: list[Point]) -> Trend | None:
+    """The fitted line, or None with fewer than two distinct check points."""
+    xy = [
+        (math.log10(p.positions), p.value) for p in points if p.split == "puzzles" and p.positions
+    ]
     if len({x for x, _ in xy}) < 2:
         return None
     mean_x = sum(x for x, _ in xy) / len(xy)
     mean_y = sum(y for _, y in xy) / len(xy)
     spread = sum((x - mean_x) ** 2 for x, _ in xy)
-    return sum((x - mean_x) * (y - mean_y) for x, y in xy) / spread
+    slope = sum((x - mean_x) * (y - mean_y) for x, y in xy) / spread
+    return Trend(slope, mean_x, mean_y)
 
 
 def report(points: list[Point]) -> dict:
     """The end of the curve and what the slope says more samples would buy."""
     puzzles = [p for p in points if p.split == "puzzles"]
     val = [p for p in points if p.split == "val"]
-    slope = log_slope(points)
+    trend = puzzle_trend(points)
+    slope = trend.slope if trend else None
     return {
         "positions_seen": max((p.positions for p in points), default=0),
         "val_loss": val[-1].value if val else None,
@@ -86,7 +101,7 @@ def report(points: list[Point]) -> dict:
     }
 
 
-def plot(points: list[Point], path: Path, slope: float | None) -> None:
+def plot(points: list[Point], path: Path) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -101,19 +116,12 @@ def plot(points: list[Point], path: Path, slope: float | None) -> None:
                 ax.plot(
                     [p.positions for p in mine], [p.value for p in mine], style, ms=3, label=run
                 )
-    puzzles = [p for p in points if p.split == "puzzles"]
-    if slope is not None and puzzles:
-        xs = sorted({p.positions for p in puzzles})
-        mean_x = sum(math.log10(p.positions) for p in puzzles) / len(puzzles)
-        mean_y = sum(p.value for p in puzzles) / len(puzzles)
-        far = [xs[0], xs[-1] * 10]
-        ax_puz.plot(
-            far,
-            [mean_y + slope * (math.log10(x) - mean_x) for x in far],
-            "k--",
-            lw=1,
-            label=f"trend: {slope:+.1%} per 10x samples",
-        )
+    trend = puzzle_trend(points)
+    if trend:
+        seen = [p.positions for p in points if p.split == "puzzles" and p.positions]
+        far = [min(seen), max(seen) * 10]
+        label = f"trend: {trend.slope:+.1%} per 10x samples"
+        ax_puz.plot(far, [trend.at(x) for x in far], "k--", lw=1, label=label)
     ax_val.set(xlabel="positions seen", ylabel="nats", title="validation loss (each run's split)")
     ax_puz.set(xlabel="positions seen", ylabel="solved", title="dev puzzles, plain argmax (EMA)")
     for ax in (ax_val, ax_puz):
@@ -143,7 +151,7 @@ def run(args: argparse.Namespace) -> int:
         shown = "-" if value is None else f"{value:,.4f}" if isinstance(value, float) else value
         print(f"{key:<26} {shown}")
     if args.plot:
-        plot(points, args.plot, summary["puzzles_per_10x"])
+        plot(points, args.plot)
     if args.json:
         rows = [p.__dict__ for p in points]
         args.json.write_text(json.dumps({"report": summary, "points": rows}, indent=1) + "\n")
