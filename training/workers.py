@@ -12,7 +12,8 @@ What it guarantees, and why each part is needed:
   ``os.getppid()`` only between tasks let workers outlive a SIGKILLed run for as long as a task
   takes. A worker's Stockfish reads EOF on its stdin when the worker dies, and quits.
 * Workers ignore Ctrl-C (the parent handles it and terminates the pool) and take SIGTERM's
-  default action, so ``Pool.terminate`` is immediate.
+  default action, so ``Pool.terminate`` is immediate — from the moment they are forked
+  (``sigterm_with_default_action``), not only once their initializer has run.
 """
 
 from __future__ import annotations
@@ -25,31 +26,36 @@ import signal
 import sys
 import threading
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 
 PR_SET_PDEATHSIG = 1
 
 
 @contextmanager
-def sigterm_as_interrupt() -> Iterator[None]:
-    """Make SIGTERM raise KeyboardInterrupt in the main thread for the duration.
-
-    A run then stops through the same path as Ctrl-C: the worker pool and its Stockfish
-    processes are shut down and finished work is kept. Only the main thread can install
-    handlers; elsewhere this does nothing.
-    """
+def _sigterm_handler(handler: Callable[[int, object], None] | int) -> Iterator[None]:
+    """SIGTERM handled by `handler` for the duration; only the main thread can install
+    handlers, elsewhere this does nothing."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-
-    def interrupt(signum: int, frame: object) -> None:
-        raise KeyboardInterrupt
-
-    previous = signal.signal(signal.SIGTERM, interrupt)
+    previous = signal.signal(signal.SIGTERM, handler)
     try:
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+def sigterm_as_interrupt() -> AbstractContextManager[None]:
+    """Make SIGTERM raise KeyboardInterrupt in the main thread for the duration.
+
+    A run then stops through the same path as Ctrl-C: the worker pool and its Stockfish
+    processes are shut down and finished work is kept.
+    """
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    return _sigterm_handler(interrupt)
 
 
 def die_with_parent(parent: int) -> None:
@@ -82,10 +88,23 @@ def worker_pool(
     workers (and their Stockfish processes) are gone.
     """
     context = mp.get_context(start_method)
-    with sigterm_as_interrupt():
+    with sigterm_with_default_action():
         pool = context.Pool(workers, _start_worker, (os.getpid(), initializer, initargs))
-        try:
+    try:
+        with sigterm_as_interrupt():
             yield pool
-        finally:
-            pool.terminate()
-            pool.join()
+    finally:
+        pool.terminate()
+        pool.join()
+
+
+def sigterm_with_default_action() -> AbstractContextManager[None]:
+    """SIGTERM's default action for the duration (main thread only), while the pool forks.
+
+    A forked worker inherits the parent's SIGTERM handler until its initializer resets it. A
+    Python handler only sets a flag that is read later, so a worker terminated in that window
+    (a run with little work ends at once) reset the handler, dropped the signal and waited
+    for tasks forever while ``Pool.join`` waited for it: a hang seen in the test suite.
+    Forked under the default action, such a worker simply dies.
+    """
+    return _sigterm_handler(signal.SIG_DFL)
