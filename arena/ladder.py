@@ -128,7 +128,10 @@ def plot(path: str, title: str, levels: dict[int, Level], rating: elo.RatingFit)
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        print("matplotlib is not installed: skipping the plot", file=sys.stderr)
+        print(
+            "no plot: it needs matplotlib, which is not installed: pip install 'oneply[train]'",
+            file=sys.stderr,
+        )
         return False
     played = sorted((lv for lv in levels.values() if lv.games), key=lambda lv: lv.elo)
     xs = [lv.elo for lv in played]

@@ -135,7 +135,10 @@ def plot(path: str, results: list[SuiteResult]) -> bool:
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        print("matplotlib is not installed: skipping the plot", file=sys.stderr)
+        print(
+            "no plot: it needs matplotlib, which is not installed: pip install 'oneply[train]'",
+            file=sys.stderr,
+        )
         return False
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     fig, (games_ax, puzzles_ax) = plt.subplots(1, 2, figsize=(12, 4.5))

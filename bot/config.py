@@ -1,34 +1,50 @@
-"""config.yml for `oneply bot`: typed sections with defaults, strict validation.
+"""config.yml for `oneply bot`: typed sections with defaults, ranges and strict validation.
 
-Every key has a default here, so an empty config.yml is valid. Unknown or mistyped keys stop
-the bot at start-up with a message that names the key and the allowed ones: a typo such as
-`max_gmaes` must not silently fall back to a default on a live account.
+Every key has a default here, so an empty config.yml is valid. Each field declares its range
+(`bound`: numbers by value, strings and lists by length); bot/config_checks.py enforces them
+and the rules that span fields or touch the machine (URL form, writable PGN folder, Stockfish
+executable, chat templates). Unknown, mistyped or out-of-range keys stop the bot at start-up
+with one line that names the key: a typo such as `max_gmaes` must not silently fall back to a
+default on a live account, and a value such as `read_timeout: 1e300` must not crash it later.
+The documented default file ships inside the package (bot/config.yml, the same text as the
+repo's config.yml), so `oneply bot --init-config` works from a wheel too.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import difflib
-import math
 import os
-import types
 import typing
 from dataclasses import dataclass, field
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from oneply.bot.config_checks import (
+    ConfigError,
+    bound,
+    build,
+    check_chat_template,
+    check_executable,
+    check_url,
+    check_writable_directory,
+    lichess_host,
+    listing,
+    require,
+)
+from oneply.bot.config_yaml import read_yaml
 from oneply.engine.policy_config import PolicyConfig, PolicyOptionError, policy_from_mapping
+from oneply.engine.stockfish import find_stockfish
+
+__all__ = ["BotConfig", "ConfigError", "load_config", "parse_config", "write_default_config"]
 
 TOKEN_ENV = "LICHESS_BOT_TOKEN"
 LICHESS_URL = "https://lichess.org"
 #: Lichess asks clients to wait at least this long after an HTTP 429.
 LICHESS_MIN_429_PAUSE = 60.0
-
-
-class ConfigError(ValueError):
-    """A config.yml that cannot be used; the message says which key and what to do."""
+#: onnxruntime threads; the UCI option Threads has the same range
+MAX_THREADS = 256
+#: long enough for any path a file system accepts
+MAX_PATH = 4096
 
 
 @dataclass
@@ -36,10 +52,10 @@ class HttpConfig:
     """Timeouts of every request. The read timeout also detects stalled streams: Lichess
     sends a keep-alive line about every 7 s, so silence longer than this means a dead link."""
 
-    connect_timeout: float = 10.0
-    read_timeout: float = 20.0
-    backoff_base: float = 1.0
-    backoff_max: float = 60.0
+    connect_timeout: float = bound(10.0, 0.01, 300)
+    read_timeout: float = bound(20.0, 0.01, 600)
+    backoff_base: float = bound(1.0, 0.001, 600)
+    backoff_max: float = bound(60.0, 0.001, 3600)
 
 
 @dataclass
@@ -47,7 +63,7 @@ class RateLimitConfig:
     """HTTP 429 handling: pause the endpoint for at least `pause_429` seconds (longer when
     the response says so). Below 60 s is only accepted for a url other than lichess.org."""
 
-    pause_429: float = LICHESS_MIN_429_PAUSE
+    pause_429: float = bound(LICHESS_MIN_429_PAUSE, 0.001, 3600)
 
 
 @dataclass
@@ -55,39 +71,41 @@ class EngineConfig:
     """The model and the move policy. `policy` is parsed and checked by the engine's one
     parser of policy settings (engine/policy_config.py), the same that serves UCI."""
 
-    model: str | None = None
-    threads: int | None = None
-    batch_window_ms: float = 3.0
+    model: str | None = bound(None, 0, MAX_PATH)
+    threads: int | None = bound(None, 1, MAX_THREADS)
+    # a batch waits this long for other games' positions: longer would eat every clock
+    batch_window_ms: float = bound(3.0, 0, 1000)
     policy: PolicyConfig = field(default_factory=PolicyConfig)
     fallback: str = "stockfish"
-    stockfish_path: str = ""  # empty: oneply.engine.stockfish.find_stockfish looks for it
-    fallback_time: float = 0.05
+    stockfish_path: str = bound("", 0, MAX_PATH)  # empty: find_stockfish looks for it
+    fallback_time: float = bound(0.05, 0.001, 60)
 
 
 @dataclass
 class ChallengeConfig:
     """Which challenges to accept; everything else is declined with Lichess's reason."""
 
-    variants: list[str] = field(default_factory=lambda: ["standard", "fromPosition"])
-    speeds: list[str] = field(default_factory=lambda: ["bullet", "blitz", "rapid", "classical"])
-    min_base: int = 0
-    max_base: int = 10800
-    min_increment: int = 0
-    max_increment: int = 180
+    variants: list[str] = listing(lambda: ["standard", "fromPosition"], 10, 40)
+    speeds: list[str] = listing(lambda: ["bullet", "blitz", "rapid", "classical"], 10, 40)
+    min_base: int = bound(0, 0, 10**7)
+    max_base: int = bound(10800, 0, 10**7)
+    min_increment: int = bound(0, 0, 10**5)
+    max_increment: int = bound(180, 0, 10**5)
     correspondence: bool = False
-    modes: list[str] = field(default_factory=lambda: ["casual", "rated"])
+    modes: list[str] = listing(lambda: ["casual", "rated"], 10, 40)
     bots: bool = True
     humans: bool = True
-    min_rating: int = 0
-    max_rating: int = 4000
-    block_list: list[str] = field(default_factory=list)
-    allow_list: list[str] = field(default_factory=list)
-    max_games: int = 4
+    min_rating: int = bound(0, 0, 10**4)
+    max_rating: int = bound(4000, 0, 10**4)
+    block_list: list[str] = listing(list, 10**5, 100)  # Lichess usernames have <= 30
+    allow_list: list[str] = listing(list, 10**5, 100)
+    max_games: int = bound(4, 1, 100)
 
 
 @dataclass
 class GreetingConfig:
-    """Chat messages; {opponent}, {me} and {model} are replaced. Empty = say nothing."""
+    """Chat messages; {opponent}, {me} and {model} are replaced. Empty = say nothing.
+    Each is checked at start-up (fields, braces, Lichess's 140-character limit)."""
 
     hello: str = "Hi {opponent}! I'm {me}, a oneply network that plays without search."
     goodbye: str = "Good game, {opponent}!"
@@ -101,8 +119,8 @@ class DrawConfig:
     `min_moves` full moves. (The bot API cannot offer draws on its own.)"""
 
     accept: bool = False
-    max_win: float = 0.45
-    min_moves: int = 30
+    max_win: float = bound(0.45, 0, 1)
+    min_moves: int = bound(30, 0, 10**4)
 
 
 @dataclass
@@ -110,16 +128,16 @@ class ResignConfig:
     """Resign after `moves` consecutive moves whose expected win is below `max_win`."""
 
     enabled: bool = False
-    max_win: float = 0.02
-    moves: int = 5
+    max_win: float = bound(0.02, 0, 1)
+    moves: int = bound(5, 1, 10**4)
 
 
 @dataclass
 class BotConfig:
-    token: str = ""
-    url: str = LICHESS_URL
-    pgn_directory: str = "games"
-    abort_time: float = 30.0
+    token: str = bound("", 0, 1000)
+    url: str = bound(LICHESS_URL, 0, 2000)
+    pgn_directory: str = bound("games", 0, MAX_PATH)
+    abort_time: float = bound(30.0, 0.01, 3600)
     http: HttpConfig = field(default_factory=HttpConfig)
     rate_limit: RateLimitConfig = field(default_factory=RateLimitConfig)
     engine: EngineConfig = field(default_factory=EngineConfig)
@@ -132,147 +150,80 @@ class BotConfig:
         return f"BotConfig(url={self.url!r}, token={'set' if self.token else 'unset'})"
 
 
-def _type_ok(value: Any, hint: Any) -> bool:
-    """isinstance for the handful of annotations used above (int is a valid float)."""
-    origin = typing.get_origin(hint)
-    if origin in (typing.Union, types.UnionType):
-        return any(_type_ok(value, arg) for arg in typing.get_args(hint))
-    if hint is type(None):
-        return value is None
-    if hint is Any:
-        return True
-    if origin is list:
-        (item,) = typing.get_args(hint)
-        return isinstance(value, list) and all(_type_ok(v, item) for v in value)
-    if origin is dict:
-        return isinstance(value, dict)
-    if hint is float:
-        return isinstance(value, int | float) and not isinstance(value, bool)
-    if hint is int:
-        return isinstance(value, int) and not isinstance(value, bool)
-    return isinstance(value, hint)
+def _policy(value: Any, path: str) -> PolicyConfig:
+    """`engine.policy`, declared in the engine with its own ranges and parser (the one that
+    serves UCI too)."""
+    try:
+        return policy_from_mapping(value, path)
+    except PolicyOptionError as error:
+        raise ConfigError(str(error)) from None
 
 
-def _type_name(hint: Any) -> str:
-    return getattr(hint, "__name__", None) or str(hint).replace("typing.", "")
-
-
-def _build(cls: type, data: Any, where: str) -> Any:
-    """A `cls` dataclass from a YAML mapping, naming the exact key of any problem."""
-    if data is None:
-        data = {}
-    if not isinstance(data, dict):
-        raise ConfigError(f"{where or 'config'}: expected a mapping of keys, got {data!r}")
-    hints = typing.get_type_hints(cls)
-    allowed = [f.name for f in dataclasses.fields(cls)]
-    values = {}
-    for key, value in data.items():
-        path = f"{where}.{key}" if where else str(key)
-        if key not in allowed:
-            close = difflib.get_close_matches(str(key), allowed, n=1)
-            hint = f" Did you mean {close[0]!r}?" if close else ""
-            raise ConfigError(
-                f"unknown config key {path!r}.{hint} Allowed keys here: {', '.join(allowed)}"
-            )
-        hint = hints[key]
-        if hint is PolicyConfig:  # declared in the engine, with its own ranges and parser
-            try:
-                values[key] = policy_from_mapping(value, path)
-            except PolicyOptionError as error:
-                raise ConfigError(str(error)) from None
-        elif dataclasses.is_dataclass(hint):
-            values[key] = _build(typing.cast(type, hint), value, path)
-        elif not _type_ok(value, hint):
-            raise ConfigError(
-                f"config key {path!r} must be {_type_name(hint)}, got {value!r} "
-                f"({type(value).__name__})"
-            )
-        else:
-            values[key] = float(value) if hint is float else value
-    return cls(**values)
-
-
-def _require(path: str, value: float | None, ok: bool, rule: str) -> None:
-    """A ConfigError naming the key unless `ok`; NaN and infinity are never ok."""
-    finite = value is None or math.isfinite(value)
-    if not (ok and finite):
-        raise ConfigError(f"config key {path!r} must be {rule}, got {value!r}")
-
-
-def _check_ranges(config: BotConfig) -> None:
-    """Values that have the right type but make no sense (`abort_time: -1` would abort every
-    game at once, `read_timeout: 0` fail every request)."""
+def _check_values(config: BotConfig) -> None:
+    """The rules no single field's range expresses: orders between fields, closed sets of
+    names, the URL, and what the machine must provide (folders, executables)."""
     http, engine, challenge = config.http, config.engine, config.challenge
-    for path, value in [
-        ("abort_time", config.abort_time),
-        ("http.connect_timeout", http.connect_timeout),
-        ("http.read_timeout", http.read_timeout),
-        ("http.backoff_base", http.backoff_base),
-        ("rate_limit.pause_429", config.rate_limit.pause_429),
-        ("engine.fallback_time", engine.fallback_time),
-    ]:
-        _require(path, value, value > 0, "a number of seconds above 0")
-    _require(
+    require(
         "http.backoff_max",
-        http.backoff_max,
         http.backoff_max >= http.backoff_base,
         "at least http.backoff_base",
+        http.backoff_max,
     )
-    _require("engine.batch_window_ms", engine.batch_window_ms, engine.batch_window_ms >= 0, ">= 0")
-    threads = engine.threads
-    _require("engine.threads", threads, threads is None or threads >= 1, "null or at least 1")
-    _require("challenge.max_games", challenge.max_games, challenge.max_games >= 1, "at least 1")
     for low, high in [
         ("min_base", "max_base"),
         ("min_increment", "max_increment"),
         ("min_rating", "max_rating"),
     ]:
         low_value, high_value = getattr(challenge, low), getattr(challenge, high)
-        _require(
-            f"challenge.{low}",
-            low_value,
-            0 <= low_value <= high_value,
-            f"between 0 and challenge.{high}",
+        require(f"challenge.{low}", low_value <= high_value, f"at most challenge.{high}", low_value)
+    known_variants = ["fromPosition", "standard"]
+    for variant in challenge.variants:
+        require("challenge.variants", variant in known_variants, f"among {known_variants}", variant)
+    speeds = ["bullet", "blitz", "classical", "correspondence", "rapid", "ultraBullet"]
+    for speed in challenge.speeds:
+        require("challenge.speeds", speed in speeds, f"among {speeds}", speed)
+    for mode in challenge.modes:
+        require("challenge.modes", mode in ("casual", "rated"), "casual and/or rated", mode)
+    require(
+        "engine.fallback",
+        engine.fallback in ("stockfish", "random"),
+        "stockfish or random",
+        engine.fallback,
+    )
+    check_url("url", config.url)
+    if lichess_host(config.url):
+        require(
+            "rate_limit.pause_429",
+            config.rate_limit.pause_429 >= LICHESS_MIN_429_PAUSE,
+            f"at least {LICHESS_MIN_429_PAUSE:.0f} s on lichess.org (Lichess's rule after a 429)",
+            config.rate_limit.pause_429,
         )
-    for path, value in [
-        ("draw.max_win", config.draw.max_win),
-        ("resign.max_win", config.resign.max_win),
-    ]:
-        _require(path, value, 0 <= value <= 1, "an expected win in [0, 1]")
-    _require("draw.min_moves", config.draw.min_moves, config.draw.min_moves >= 0, ">= 0")
-    _require("resign.moves", config.resign.moves, config.resign.moves >= 1, "at least 1")
+    for name in ("hello", "goodbye", "hello_spectators", "goodbye_spectators"):
+        check_chat_template(f"greeting.{name}", getattr(config.greeting, name))
+    check_writable_directory("pgn_directory", config.pgn_directory)
+    check_executable("engine.stockfish_path", engine.stockfish_path)
 
 
-def _check_values(config: BotConfig) -> None:
-    """Cross-field rules that types alone cannot express."""
-    _check_ranges(config)
-    known_variants = {"standard", "fromPosition"}
-    for variant in config.challenge.variants:
-        if variant not in known_variants:
-            raise ConfigError(
-                f"challenge.variants: {variant!r} is not playable by oneply; "
-                f"use {sorted(known_variants)}"
-            )
-    speeds = {"ultraBullet", "bullet", "blitz", "rapid", "classical", "correspondence"}
-    for speed in config.challenge.speeds:
-        if speed not in speeds:
-            raise ConfigError(f"challenge.speeds: unknown speed {speed!r}; use {sorted(speeds)}")
-    for mode in config.challenge.modes:
-        if mode not in ("casual", "rated"):
-            raise ConfigError(f"challenge.modes: unknown mode {mode!r}; use casual and/or rated")
-    if config.engine.fallback not in ("stockfish", "random"):
-        raise ConfigError("engine.fallback must be 'stockfish' or 'random'")
-    is_lichess = config.url.rstrip("/") == LICHESS_URL
-    if is_lichess and config.rate_limit.pause_429 < LICHESS_MIN_429_PAUSE:
-        raise ConfigError(
-            f"rate_limit.pause_429 must be at least {LICHESS_MIN_429_PAUSE:.0f} s on lichess.org "
-            "(Lichess's rule after an HTTP 429)"
+def startup_warnings(config: BotConfig) -> list[str]:
+    """What is allowed but will not work as the user may expect; logged at start-up."""
+    warnings = []
+    engine = config.engine
+    if engine.fallback == "stockfish" and find_stockfish(engine.stockfish_path) is None:
+        warnings.append(
+            "engine.fallback is stockfish but no Stockfish was found (stockfish on PATH, "
+            "/usr/games/stockfish): when inference fails the bot plays a random legal move"
         )
+    if engine.policy.mate_fallback and find_stockfish(engine.policy.stockfish_path) is None:
+        warnings.append(
+            "engine.policy.mate_fallback is on but no Stockfish was found: won positions are "
+            "played by the model alone"
+        )
+    return warnings
 
 
-def parse_config(data: Any, env: dict[str, str] | None = None) -> BotConfig:
+def parse_config(data: Any, env: typing.Mapping[str, str] | None = None) -> BotConfig:
     """A validated BotConfig from parsed YAML; $LICHESS_BOT_TOKEN overrides `token`."""
-    config = _build(BotConfig, data, "")
+    config = typing.cast(BotConfig, build(BotConfig, data, "", {PolicyConfig: _policy}))
     environ: typing.Mapping[str, str] = os.environ if env is None else env
     if environ.get(TOKEN_ENV):
         config.token = environ[TOKEN_ENV]
@@ -280,22 +231,30 @@ def parse_config(data: Any, env: dict[str, str] | None = None) -> BotConfig:
     return config
 
 
-def load_config(path: str | os.PathLike, env: dict[str, str] | None = None) -> BotConfig:
+def load_config(path: str | os.PathLike, env: typing.Mapping[str, str] | None = None) -> BotConfig:
     """Read and validate config.yml. A missing file is an error, not all defaults: a typo in
     `--config` must not start a bot with settings nobody chose on a live account."""
     path = Path(path)
     try:
-        data = yaml.safe_load(path.read_text()) or {}
-    except FileNotFoundError:
-        raise ConfigError(
-            f"config file {path} not found: pass --config FILE (the repo's config.yml "
-            "documents every key; an empty file means all defaults)"
-        ) from None
-    except OSError as error:
-        raise ConfigError(f"{path}: cannot read ({error})") from None
-    except yaml.YAMLError as error:
-        raise ConfigError(f"{path}: not valid YAML ({error})") from None
-    try:
-        return parse_config(data, env)
+        return parse_config(read_yaml(path) or {}, env)
     except ConfigError as error:
         raise ConfigError(f"{path}: {error}") from None
+
+
+def default_config_text() -> str:
+    """The documented default config.yml (every key, its default and what it does)."""
+    return resources.files("oneply.bot").joinpath("config.yml").read_text(encoding="utf-8")
+
+
+def write_default_config(path: str | os.PathLike) -> Path:
+    """Write the documented defaults to `path`; never over an existing file (it may hold a
+    user's settings or token)."""
+    target = Path(path)
+    try:
+        with target.open("x", encoding="utf-8") as handle:
+            handle.write(default_config_text())
+    except FileExistsError:
+        raise ConfigError(f"{target} already exists: not overwritten") from None
+    except OSError as error:
+        raise ConfigError(f"cannot write {target}: {error.strerror}") from None
+    return target

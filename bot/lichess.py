@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import random
 import threading
 import time
@@ -88,19 +89,26 @@ def _stdlib_json(response: requests.Response, **kwargs: Any) -> Any:
 
 class Backoff:
     """Exponential backoff with jitter: base·2^n capped at `cap`, times a random factor in
-    [0.5, 1) so that many clients (or games) do not retry in lock-step."""
+    [0.5, 1) so that many clients (or games) do not retry in lock-step.
+
+    The exponent stops growing once the cap is reached: a bot retrying through a day-long
+    outage must not overflow a float (2.0**1025 did, after about 13 hours at a 60 s cap)."""
 
     def __init__(self, base: float, cap: float, rng: random.Random | None = None):
         self.base, self.cap = base, cap
         self.attempt = 0
         self.rng = rng or random.Random()
+        # an exponent at which base * 2**n is past the cap (computed in logarithms:
+        # cap / base itself overflows for a tiny base)
+        self.last_attempt = max(0, math.ceil(math.log2(cap) - math.log2(base)) + 1)
 
     def next_delay(self) -> float:
-        delay = min(self.cap, self.base * 2**self.attempt) * (0.5 + 0.5 * self.rng.random())
-        self.attempt += 1
-        return delay
+        uncapped = math.ldexp(self.base, self.attempt)  # at most 4 * cap: never overflows
+        self.attempt = min(self.attempt + 1, self.last_attempt)
+        return min(self.cap, uncapped) * (0.5 + 0.5 * self.rng.random())
 
     def reset(self) -> None:
+        """After a success: the next failure waits `base` again, not the last delay."""
         self.attempt = 0
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import logging
+import os
 import sys
 import threading
 from collections import deque
@@ -21,7 +22,14 @@ from berserk.exceptions import ResponseError
 
 from oneply.bot.batcher import InferenceBatcher
 from oneply.bot.challenges import decline_reason
-from oneply.bot.config import BotConfig, ConfigError, load_config
+from oneply.bot.config import (
+    TOKEN_ENV,
+    BotConfig,
+    ConfigError,
+    load_config,
+    startup_warnings,
+    write_default_config,
+)
 from oneply.bot.game import Game, Services
 from oneply.bot.lichess import Lichess, RateLimited, SetupError, is_transient, status_of
 from oneply.bot.payloads import Challenge, Event
@@ -269,6 +277,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--config", default="config.yml", help="bot settings (default: %(default)s)"
     )
     parser.add_argument(
+        "--init-config",
+        nargs="?",
+        const="config.yml",
+        metavar="PATH",
+        help="write the documented default config.yml to PATH (default: config.yml) and exit; "
+        "never overwrites a file",
+    )
+    parser.add_argument(
         "--upgrade",
         action="store_true",
         help="upgrade the token's account to a BOT account (irreversible; asks first)",
@@ -305,20 +321,50 @@ def upgrade(lichess: Lichess, confirm=input) -> int:
     return 0
 
 
+def init_config(path: str) -> int:
+    """`--init-config`: the documented defaults, for users who installed from a wheel and so
+    have no repo config.yml to copy."""
+    try:
+        written = write_default_config(path)
+    except ConfigError as error:
+        print(f"oneply bot: {error}", file=sys.stderr)
+        return 2
+    print(
+        f"wrote {written}: every key with its default; edit it, then run "
+        f"`oneply bot --config {written}`"
+    )
+    return 0
+
+
+def one_line(message: str, secrets: list[str]) -> str:
+    """A start-up error as one short line without any secret: whatever raised it, the token
+    must not reach a terminal or a log collector."""
+    for secret in filter(None, secrets):
+        message = message.replace(secret, "<token>")
+    message = " ".join(message.split())
+    return message if len(message) <= 380 else message[:380] + "…"
+
+
 def run(args: argparse.Namespace) -> int:
+    if args.init_config is not None:
+        return init_config(args.init_config)
     setup_logging(args.log_level)
+    secrets = [os.environ.get(TOKEN_ENV, "")]
     try:
         config = load_config(args.config)
+        secrets.append(config.token)
+        for warning in startup_warnings(config):
+            log.warning("event=config_warning %s", warning)
         lichess = Lichess(config)
         if args.upgrade:
             return upgrade(lichess)
         bot = Bot(config, lichess=lichess)
         return bot.run()
     except (ConfigError, SetupError, ModelFileError) as error:
-        print(f"oneply bot: {error}", file=sys.stderr)
+        print(f"oneply bot: {one_line(str(error), secrets)}", file=sys.stderr)
         return 2
     except ResponseError as error:  # an HTTP answer that retrying cannot fix
-        print(f"oneply bot: Lichess answered {error}", file=sys.stderr)
+        print(f"oneply bot: Lichess answered {one_line(str(error), secrets)}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130

@@ -12,7 +12,7 @@ import importlib
 import sys
 
 from oneply.engine import __version__
-from oneply.engine.errors import CommandError
+from oneply.engine.errors import CommandError, missing_extra
 
 #: subcommand → (module, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -63,14 +63,20 @@ def main(argv: list[str] | None = None) -> int:
         top.print_help()
         return 0 if not argv else 2
     name, rest = argv[0], argv[1:]
-    module = importlib.import_module(COMMANDS[name][0])
-    parser = argparse.ArgumentParser(prog=f"oneply {name}", description=COMMANDS[name][1])
-    module.add_arguments(parser)
     try:
+        module = importlib.import_module(COMMANDS[name][0])
+        parser = argparse.ArgumentParser(prog=f"oneply {name}", description=COMMANDS[name][1])
+        module.add_arguments(parser)
         return int(module.run(parser.parse_args(rest)) or 0)
     except CommandError as error:  # bad input or a failed step: the message says what to do
         print(error, file=sys.stderr)
         return error.exit_code
+    except ModuleNotFoundError as error:  # an optional extra (torch, matplotlib) not installed
+        message = missing_extra(error)
+        if message is None:
+            raise
+        print(f"oneply {name}: {message}", file=sys.stderr)
+        return 2
     except BrokenPipeError:  # `oneply analyse | head`: the reader left, nothing to report
         sys.stderr.close()
         return 0

@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import math
+import reprlib
 import types
 import typing
 from dataclasses import dataclass, field
@@ -123,8 +124,8 @@ class PolicyOption:
                 value = "" if text == EMPTY else text
         except ValueError:
             raise self._error(f"option {self.uci}", text) from None
-        if self.nullable and isinstance(value, int) and value < 0:
-            return None  # UCI has no null: -1 stands for it
+        if self.nullable and isinstance(value, int) and value == -1:
+            return None  # UCI has no null: -1 stands for it (-2 is out of range)
         return self.check(value, f"option {self.uci}")
 
     def from_yaml(self, value: Any, where: str) -> Any:
@@ -166,9 +167,15 @@ def _show(number: float | None) -> str:
     return f"{number:g}" if isinstance(number, float) else str(number)
 
 
-def _quote(value: Any, limit: int = 80) -> str:
-    text = repr(value)
-    return text if len(text) <= limit else f"{text[:limit]}… ({len(text) - limit} more)"
+_repr = reprlib.Repr()
+_repr.maxstring = _repr.maxother = 80
+_repr.maxlist = _repr.maxdict = _repr.maxlevel = 3
+
+
+def _quote(value: Any) -> str:
+    """`value` for a message, clipped: reprlib stops early, so a YAML alias bomb is never
+    expanded into a message (a plain repr of one was 254 MB)."""
+    return _repr.repr(value)
 
 
 def _options() -> tuple[PolicyOption, ...]:

@@ -28,12 +28,16 @@ def find_stockfish(path: str | None = None) -> str | None:
     ``path`` may be a file path or a command name on PATH (``stockfish``); empty or None
     means "look": ``stockfish`` on PATH, else :data:`DEBIAN_STOCKFISH`.
     """
-    if path:
-        return shutil.which(path) or (path if os.path.isfile(path) else None)
+    if path:  # a file that is not executable (StockfishPath /etc/passwd) is not Stockfish
+        return shutil.which(path) or (path if _executable(path) else None)
     found = shutil.which("stockfish")
     if found:
         return found
     return DEBIAN_STOCKFISH if os.access(DEBIAN_STOCKFISH, os.X_OK) else None
+
+
+def _executable(path: str) -> bool:
+    return os.path.isfile(path) and os.access(path, os.X_OK)
 
 
 def require_stockfish(path: str | None = None) -> str:

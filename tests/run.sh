@@ -12,6 +12,7 @@ need=()
 [ -f /usr/share/games/gnuchess/book.bin ] || need+=(gnuchess-book)
 [ -f /usr/share/pgn-extract/eco.pgn ] || need+=(pgn-extract)
 if [ ${#need[@]} -gt 0 ]; then
+  echo "run.sh: installing ${need[*]} system-wide with apt" >&2
   as_root apt-get update -qq
   as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}"
 fi
@@ -19,6 +20,8 @@ fi
 # Podman builds and runs the Docker image (tests/test_docker.py; debootstrap makes its stand-in
 # base image). Optional: without them those tests skip and say why.
 if ! command -v podman >/dev/null || ! command -v debootstrap >/dev/null; then
+  echo "run.sh: installing podman, runc, fuse-overlayfs, slirp4netns, uidmap and debootstrap" \
+    "system-wide with apt (for tests/test_docker.py)" >&2
   { as_root apt-get update -qq \
     && as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
       podman runc fuse-overlayfs slirp4netns uidmap debootstrap; } \
@@ -26,6 +29,8 @@ if ! command -v podman >/dev/null || ! command -v debootstrap >/dev/null; then
 fi
 
 # Python packages: the engine, plus the CPU build of torch (pinned: an unpinned torch pulls CUDA).
+# They go where `python3` is: the Quickstart's .venv when it is active (as in .ci/run).
+echo "run.sh: installing oneply[test] into $(python3 -c 'import sys; print(sys.prefix)')" >&2
 python3 -m pip install -q -e ".[test]"
 
 # Syzygy 3-4-piece tables (adjudication tests) ship in python-chess's source distribution.

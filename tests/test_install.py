@@ -1,9 +1,14 @@
-"""A real, non-editable `pip install .`: the package must work from anywhere, with its own data.
+"""A real, non-editable `pip install .` into a venv of its own: the package must work from
+anywhere, with its own data and only the dependencies pyproject.toml declares.
 
 An editable install reads the repo in place, so it hides what a wheel forgets (the bundled
-model, the dev puzzles) and never shows the generic top-level `engine`, `bot` packages a
-wrong layout puts into site-packages. Offline: no build isolation, no dependencies (they
-come from the interpreter's own site-packages).
+model, the dev puzzles, the default config.yml) and never shows the generic top-level
+`engine`, `bot` packages a wrong layout puts into site-packages. The venv is isolated (no
+system site-packages): it gets its build backend and dependencies the way a user's would, from
+the package index (pip's local wheel cache and find-links serve them offline), so the test
+passes the same inside the Quickstart's venv, in CI and on a bare interpreter, and a
+dependency missing from pyproject.toml fails here. It has no torch: the train-only commands
+must say how to get it.
 """
 
 from __future__ import annotations
@@ -22,9 +27,13 @@ TOP_LEVEL_FOLDERS = ("engine", "bot", "training", "arena")
 
 
 def _tracked_copy(target: Path) -> Path:
-    """The repo's tracked files (a build writes build/ and *.egg-info into its source tree)."""
+    """The repo's files as a commit would hold them: tracked ones and new ones git does not
+    ignore (a build writes build/ and *.egg-info into its source tree; data/ and runs/ stay)."""
     files = subprocess.run(
-        ["git", "ls-files", "-z"], cwd=REPO, capture_output=True, check=True
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=REPO,
+        capture_output=True,
+        check=True,
     ).stdout.split(b"\0")
     for name in filter(None, (f.decode() for f in files)):
         if (REPO / name).is_file():
@@ -41,17 +50,27 @@ def installed(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("install")
     source = _tracked_copy(root / "src")
     venv = root / "venv"
-    # --without-pip: the venv runs the interpreter's own pip and setuptools (the version
-    # venv would bundle may be older than pyproject's build requirement).
-    subprocess.run(
-        [sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(venv)],
-        check=True,
-    )
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     python = venv / "bin" / "python"
-    install = [python, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation"]
-    result = subprocess.run([*install, str(source)], capture_output=True, text=True)
+    env = _clean_env()
+    result = subprocess.run(
+        [python, "-m", "pip", "install", "-q", str(source)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=900,
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     return venv / "bin"
+
+
+def _clean_env() -> dict[str, str]:
+    """The environment without anything that would point the venv back at the repo or at
+    another interpreter's packages."""
+    drop = ("ONEPLY_MODEL", "PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME", "PYTHONNOUSERSITE")
+    env = {k: v for k, v in os.environ.items() if k not in drop}
+    env["PYTHONNOUSERSITE"] = "1"
+    return env
 
 
 def _site_packages(bin_dir: Path) -> Path:
@@ -66,7 +85,7 @@ def _site_packages(bin_dir: Path) -> Path:
 
 @pytest.mark.slow
 def test_installed_oneply_analyses_with_its_bundled_model_from_any_directory(installed, tmp_path):
-    env = {k: v for k, v in os.environ.items() if k not in ("ONEPLY_MODEL", "PYTHONPATH")}
+    env = _clean_env()
     result = subprocess.run(
         [installed / "oneply", "analyse", "--json"],
         cwd=tmp_path,
@@ -99,3 +118,33 @@ def test_install_puts_only_oneply_into_site_packages_with_its_data(installed):
         assert not (site / folder).exists(), f"generic top-level package {folder!r} installed"
     assert (site / "oneply" / "arena" / "data" / "puzzles-dev.csv").is_file()
     assert (site / "oneply" / "engine" / "data" / "bench_positions.txt").is_file()
+
+
+@pytest.mark.slow
+def test_installed_oneply_writes_its_default_config_and_names_the_train_extra(installed, tmp_path):
+    """A wheel user has no repo config.yml and no torch: both must be one command away."""
+    env = _clean_env()
+    init = subprocess.run(
+        [installed / "oneply", "bot", "--init-config"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert init.returncode == 0, init.stderr
+    assert (tmp_path / "config.yml").read_text() == (REPO / "config.yml").read_text()
+    for args in (["train", "fit", "--help"], ["export", "--untrained", "small", "-o", "m.onnx"]):
+        proc = subprocess.run(
+            [installed / "oneply", *args],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert proc.returncode == 2, proc.stderr
+        assert proc.stderr.strip().splitlines() == [
+            f"oneply {args[0]}: this needs torch, which is not installed: "
+            "pip install 'oneply[train]'"
+        ]
