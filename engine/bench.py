@@ -32,6 +32,7 @@ import numpy as np
 import onnx
 from tqdm import tqdm
 
+from oneply.engine.features import encode_facts
 from oneply.engine.graph import build_model, quantize_int8, weights_of
 from oneply.engine.inference import Scorer
 from oneply.engine.model_file import ModelFileError
@@ -69,6 +70,7 @@ def build_variants(model_path: Path, workdir: Path) -> dict[str, Path]:
         config["layers"],
         {**props, "oneply.layout": "per_move"},
         mirror=config.get("mirror", False),
+        features=config.get("features", ()),
     )
     paths = {"shared_fp32": model_path, "shared_int8": workdir / "int8.onnx"}
     quantize_int8(model_path, paths["shared_int8"])
@@ -86,6 +88,18 @@ def time_variant(scorer: Scorer, boards: list[chess.Board], label: str) -> tuple
         times.append((time.perf_counter() - start) * 1000)
         wins.append({s.move: s.win for s in scores})
     return times, wins
+
+
+def time_facts(boards: list[chess.Board]) -> list[float]:
+    """Milliseconds per position to compute the engine/features.py facts alone (part of every
+    scoring call of a model that reads them)."""
+    times = []
+    for board in boards:
+        start = time.perf_counter()
+        moves = list(board.legal_moves)
+        encode_facts([board], [moves], max(1, len(moves)))
+        times.append((time.perf_counter() - start) * 1000)
+    return times
 
 
 def summarise(times: list[float]) -> dict:
@@ -134,6 +148,9 @@ def bench(model: str | None, threads: int, limit: int | None) -> dict:
         "p90_ms_per_position": {v: round(results[v]["p90"], 3) for v in variants},
         "positions_per_s": {v: round(results[v]["positions_per_s"], 1) for v in variants},
         **speedups,
+        "facts_ms_per_position": (
+            round(statistics.median(time_facts(boards)), 3) if base.reads_facts else None
+        ),
         "int8_abs_win_delta": {"max": float(np.max(deltas)), "mean": float(np.mean(deltas))},
     }
 
@@ -152,6 +169,10 @@ def print_table(result: dict) -> None:
         print(
             f"{variant:<15} {median:>10.2f} {result['p90_ms_per_position'][variant]:>9.2f} "
             f"{result['positions_per_s'][variant]:>8.1f} {per_move / median:>11.1f}x"
+        )
+    if result["facts_ms_per_position"] is not None:
+        print(
+            f"\nof which the input facts (python-chess): {result['facts_ms_per_position']:.2f} ms"
         )
     delta = result["int8_abs_win_delta"]
     print(

@@ -10,6 +10,8 @@ they feed MatMul directly. Graph contract (docs/FORMAT.md §4):
 
 * input ``state``: int64 [B, 77] state tokens;
 * input ``moves``: int64 [B, N] move ids, padding marked by -1 (any negative id);
+* input ``square_facts``: int64 [B, 64, S] and ``move_facts``: int64 [B, N, M], only in models
+  that read hand-computed facts (config ``features``, engine/features.py, format version 4);
 * output ``log_probs``: float32 [B, N, K]; rows of padded slots are meaningless.
 """
 
@@ -18,7 +20,7 @@ from __future__ import annotations
 import json
 import math
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +28,13 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+from oneply.engine.features import (
+    MOVE_FACTS,
+    SQUARE_FACTS,
+    TOKEN_SQUARE,
+    channels,
+    table_offsets,
+)
 from oneply.engine.mirror import (
     BLACK_TOKEN,
     CASTLING_BIT,
@@ -39,6 +48,7 @@ from oneply.engine.tokenizer import FIELDS, SQUARE_TOKEN, STATE_LENGTH
 
 OPSET = 17
 PREFIX = STATE_LENGTH + 1
+BOARD_START = 1 + int(SQUARE_TOKEN.min())  # sequence position of the first board token
 LAYOUTS = ("shared", "per_move")
 
 
@@ -72,8 +82,17 @@ class _Graph:
 
 
 class _Builder:
-    def __init__(self, weights: Mapping[str, np.ndarray], heads: int, num_layers: int):
+    def __init__(
+        self,
+        weights: Mapping[str, np.ndarray],
+        heads: int,
+        num_layers: int,
+        features: Sequence[str] = (),
+    ):
         self.g = _Graph(weights)
+        self.features = tuple(features)
+        #: [B, 1] bool "black to move" of the real position, set by mirror()
+        self.black: str | None = None
         self.heads = heads
         self.layers = num_layers
         self.width = int(weights["bos"].shape[0])
@@ -130,6 +149,7 @@ class _Builder:
             "Gather", g.const(STATE_MAP_FLAT), g.op("Add", picked, g.const(STATE_MAP_OFFSET))
         )
         black = g.op("Equal", field("side"), g.const(BLACK_TOKEN))  # [B, 1]
+        self.black = black
         flipped_moves = g.op("Gather", g.const(MIRROR_MOVE), g.op("Max", moves, g.const(0)))
         return g.op("Where", black, flipped, state), g.op("Where", black, flipped_moves, moves)
 
@@ -141,7 +161,33 @@ class _Builder:
         bos_shape = g.op("Concat", batch, g.const([1, self.width]), axis=0)
         bos = g.op("Expand", g.op("Reshape", "bos", g.const([1, 1, self.width])), bos_shape)
         positions = g.op("Slice", "pos_embed", g.const([0]), g.const([PREFIX]), g.const([0]))
-        return g.op("Add", g.op("Concat", bos, tokens, axis=1), positions)
+        x = g.op("Add", g.op("Concat", bos, tokens, axis=1), positions)
+        if not channels(self.features, SQUARE_FACTS):
+            return x
+        squares = g.const(TOKEN_SQUARE)  # [64]: the square each board token shows
+        if self.black is not None:  # turned over with the board (mirror_square)
+            flipped = g.const(TOKEN_SQUARE ^ 56)
+            black = g.op("Unsqueeze", self.black, g.const([2]))  # [B, 1, 1]
+            facts = g.op(
+                "Where",
+                black,
+                g.op("Gather", "square_facts", flipped, axis=1),
+                g.op("Gather", "square_facts", squares, axis=1),
+            )
+        else:
+            facts = g.op("Gather", "square_facts", squares, axis=1)
+        embedded = self.facts(facts, SQUARE_FACTS, "square_fact_embed.weight")  # [B, 64, D]
+        after = PREFIX - BOARD_START - 64
+        pads = g.const([0, BOARD_START, 0, 0, after, 0])
+        return g.op("Add", x, g.op("Pad", embedded, pads))
+
+    def facts(self, facts: str, declared: Sequence, table: str) -> str:
+        """[B, T, C] facts → [B, T, D]: the sum of the picked channels' embedding rows."""
+        g = self.g
+        offsets, _ = table_offsets(self.features, declared)
+        picked = g.op("Gather", facts, g.const(channels(self.features, declared)), axis=2)
+        rows = g.op("Gather", table, g.op("Add", picked, g.const(offsets)))  # [B, T, c, D]
+        return g.op("ReduceSum", rows, g.const([2]), keepdims=0)
 
     def embed_moves(self, state: str, moves: str) -> str:
         """[B, N] ids → [B, N, D] embeddings at position 78; negative ids act as id 0.
@@ -153,6 +199,8 @@ class _Builder:
         ids = g.op("Max", moves, g.const(0))
         position = g.op("Gather", "pos_embed", g.const(PREFIX), axis=0)
         x = g.op("Add", g.op("Gather", "move_embed.weight", ids), position)
+        if channels(self.features, MOVE_FACTS):
+            x = g.op("Add", x, self.facts("move_facts", MOVE_FACTS, "move_fact_embed.weight"))
         if not self.move_features:
             return x
         start = g.op("Gather", g.const(MOVE_FROM), ids)
@@ -218,6 +266,7 @@ def build_model(
     num_layers: int,
     metadata: Mapping[str, str] | None = None,
     mirror: bool = False,
+    features: Sequence[str] = (),
 ) -> onnx.ModelProto:
     """The ONNX model for `layout` ('shared' or 'per_move') with the given weights.
 
@@ -227,10 +276,14 @@ def build_model(
     """
     if layout not in LAYOUTS:
         raise ValueError(f"unknown layout {layout!r}; expected one of {LAYOUTS}")
-    recorded = json.loads((metadata or {}).get("oneply.config", "{}")).get("mirror", False)
-    if recorded != mirror:
+    recorded = json.loads((metadata or {}).get("oneply.config", "{}"))
+    if recorded.get("mirror", False) != mirror:
         raise ValueError(f"build_model(mirror={mirror}) but the metadata config says {recorded}")
-    builder = _Builder(weights, heads, num_layers)
+    if sorted(recorded.get("features", [])) != sorted(features):
+        raise ValueError(
+            f"build_model(features={features}) but the metadata config says {recorded}"
+        )
+    builder = _Builder(weights, heads, num_layers, features)
     inputs = builder.mirror("state", "moves") if mirror else ("state", "moves")
     output = getattr(builder, layout)(*inputs)
     builder.g.nodes.append(helper.make_node("Identity", [output], ["log_probs"]))
@@ -238,10 +291,7 @@ def build_model(
     graph = helper.make_graph(
         builder.g.nodes,
         f"oneply_{layout}",
-        [
-            helper.make_tensor_value_info("state", TensorProto.INT64, ["batch", STATE_LENGTH]),
-            helper.make_tensor_value_info("moves", TensorProto.INT64, ["batch", "moves"]),
-        ],
+        _inputs(builder),
         [
             helper.make_tensor_value_info(
                 "log_probs", TensorProto.FLOAT, ["batch", "moves", num_bins]
@@ -254,6 +304,27 @@ def build_model(
     helper.set_model_props(model, dict(metadata or {}))
     onnx.checker.check_model(model)
     return model
+
+
+def _inputs(builder: _Builder) -> list[onnx.ValueInfoProto]:
+    """state and moves; the fact inputs only for a model that reads them."""
+    inputs = [
+        helper.make_tensor_value_info("state", TensorProto.INT64, ["batch", STATE_LENGTH]),
+        helper.make_tensor_value_info("moves", TensorProto.INT64, ["batch", "moves"]),
+    ]
+    if channels(builder.features, SQUARE_FACTS):
+        inputs.append(
+            helper.make_tensor_value_info(
+                "square_facts", TensorProto.INT64, ["batch", 64, "square_channels"]
+            )
+        )
+    if channels(builder.features, MOVE_FACTS):
+        inputs.append(
+            helper.make_tensor_value_info(
+                "move_facts", TensorProto.INT64, ["batch", "moves", "move_channels"]
+            )
+        )
+    return inputs
 
 
 def weights_of(model: onnx.ModelProto) -> dict[str, np.ndarray]:

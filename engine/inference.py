@@ -21,6 +21,7 @@ import chess
 import numpy as np
 import onnxruntime as ort
 
+from oneply.engine.features import encode_facts
 from oneply.engine.model_file import ModelFileError, ModelInfo, parse_metadata, resolve_model_path
 from oneply.engine.moves import MOVE_INDEX
 from oneply.engine.tokenizer import tokenize
@@ -79,15 +80,35 @@ def open_session(
     return session, info
 
 
-def encode_batch(boards: Sequence[chess.Board]) -> tuple[np.ndarray, np.ndarray, list[list]]:
-    """State tokens [B, 77], padded move ids [B, N] and each board's legal moves."""
+@dataclass(frozen=True)
+class EncodedBatch:
+    """What the model reads for a batch of positions, and each position's legal moves."""
+
+    states: np.ndarray  # int64 [B, 77] state tokens
+    ids: np.ndarray  # int64 [B, N] legal move ids, PAD_MOVE-padded
+    moves: list[list[chess.Move]]  # each position's legal moves, in the order of `ids`
+    #: engine/features.py facts, for models that read them: int64 [B, 64, S] and [B, N, M]
+    square_facts: np.ndarray | None = None
+    move_facts: np.ndarray | None = None
+
+    def arrays(self) -> list[np.ndarray]:
+        """The model inputs in the order of the torch model's forward (facts when present)."""
+        facts = [a for a in (self.square_facts, self.move_facts) if a is not None]
+        return [self.states, self.ids, *facts]
+
+
+def encode_batch(boards: Sequence[chess.Board], facts: bool = False) -> EncodedBatch:
+    """State tokens [B, 77], padded move ids [B, N], each board's legal moves, and with
+    `facts` the engine/features.py facts (computed once per position, here)."""
     moves = [list(board.legal_moves) for board in boards]
     width = max(1, max(len(m) for m in moves))
     ids = np.full((len(boards), width), PAD_MOVE, dtype=np.int64)
     for row, legal in enumerate(moves):
         ids[row, : len(legal)] = [MOVE_INDEX[m.uci()] for m in legal]
     states = np.stack([tokenize(board) for board in boards])
-    return states, ids, moves
+    if not facts:
+        return EncodedBatch(states, ids, moves)
+    return EncodedBatch(states, ids, moves, *encode_facts(boards, moves, width))
 
 
 class Scorer:
@@ -105,15 +126,34 @@ class Scorer:
     ):
         self.path = resolve_model_path(model)
         self.session, self.info = open_session(self.path, threads, providers)
+        self._input_names = {i.name for i in self.session.get_inputs()}
         self.score(chess.Board())  # warm-up: the first run allocates; keep it off the clock
 
     @property
     def provider(self) -> str:
         return self.session.get_providers()[0]
 
-    def log_probs(self, states: np.ndarray, move_ids: np.ndarray) -> np.ndarray:
-        """Raw model output [B, N, K] for token batches (one session run)."""
-        return self.session.run(["log_probs"], {"state": states, "moves": move_ids})[0]
+    @property
+    def reads_facts(self) -> bool:
+        """Whether the model reads the engine/features.py facts (format version 4)."""
+        return bool(self.info.features)
+
+    def log_probs(
+        self,
+        states: np.ndarray,
+        move_ids: np.ndarray,
+        square_facts: np.ndarray | None = None,
+        move_facts: np.ndarray | None = None,
+    ) -> np.ndarray:
+        """Raw model output [B, N, K] for token batches (one session run); a model that reads
+        facts needs them (encode_batch(..., facts=True))."""
+        feeds = {"state": states, "moves": move_ids}
+        for name, array in (("square_facts", square_facts), ("move_facts", move_facts)):
+            if name in self._input_names:
+                if array is None:
+                    raise ValueError(f"{self.path.name} reads {name}: encode with facts=True")
+                feeds[name] = array
+        return self.session.run(["log_probs"], feeds)[0]
 
     def score(self, board: chess.Board) -> list[MoveScore]:
         """Every legal move of one position, best first."""
@@ -126,10 +166,10 @@ class Scorer:
         """
         if not boards:
             return []
-        states, ids, moves = encode_batch(boards)
-        if not any(moves):
+        encoded = encode_batch(boards, facts=self.reads_facts)
+        if not any(encoded.moves):
             return [[] for _ in boards]
-        return ranked_moves(moves, expected_win(self.log_probs(states, ids)))
+        return ranked_moves(encoded.moves, expected_win(self.log_probs(*encoded.arrays())))
 
 
 def ranked_moves(moves: list[list], wins: np.ndarray) -> list[list[MoveScore]]:

@@ -27,6 +27,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from oneply.engine.features import FeatureError, check_names
 from oneply.engine.values import NUM_BINS
 
 #: 2: the graph may give move tokens square, promotion and piece features (config
@@ -36,8 +37,10 @@ from oneply.engine.values import NUM_BINS
 #: reader that rebuilds a graph from a file's weights (bench's per_move variant) would silently
 #: leave it out. So only files that use it say 3 (see written_version), and older readers
 #: refuse them instead of building them wrongly.
-FORMAT_VERSION = "3"
-READABLE_VERSIONS = ("1", "2", "3")
+#: 4: the graph may read hand-computed facts (config ``features``, engine/features.py) from two
+#: more inputs, ``square_facts`` and ``move_facts``; older readers would not pass them.
+FORMAT_VERSION = "4"
+READABLE_VERSIONS = ("1", "2", "3", "4")
 ENV_VAR = "ONEPLY_MODEL"
 REPO_ROOT = Path(__file__).resolve().parent.parent
 BUNDLED_MODEL = REPO_ROOT / "models" / "oneply-small.onnx"
@@ -69,6 +72,11 @@ class ModelInfo:
     def name(self) -> str:
         return self.path.name
 
+    @property
+    def features(self) -> tuple[str, ...]:
+        """The hand-computed facts the model reads (engine/features.py); () for none."""
+        return tuple(self.config.get("features", ()))
+
     def describe(self) -> str:
         state = "trained" if self.trained else "UNTRAINED placeholder (plays random-quality moves)"
         return f"{self.name} ({self.preset}, {self.layout}, {self.quantization}, {state})"
@@ -96,7 +104,9 @@ class ModelInfo:
 def written_version(config: dict) -> str:
     """The oldest format version that describes a model of this config (older readers keep
     reading every file that does not need the newer one)."""
-    return FORMAT_VERSION if config.get("mirror") else "2"
+    if config.get("features"):
+        return FORMAT_VERSION
+    return "3" if config.get("mirror") else "2"
 
 
 def resolve_model_path(explicit: str | os.PathLike | None = None) -> Path:
@@ -129,6 +139,10 @@ def parse_metadata(path: Path, props: dict[str, str]) -> ModelInfo:
         source = json.loads(ours.get("source", "{}"))
     except ValueError as error:
         raise ModelFileError(f"{path}: malformed oneply metadata ({error}).") from None
+    try:
+        check_names(config.get("features", ()))
+    except FeatureError as error:
+        raise ModelFileError(f"{path}: {error}") from None
     if num_bins != NUM_BINS:
         raise ModelFileError(
             f"{path}: model has K={num_bins} value bins, this oneply expects K={NUM_BINS}."

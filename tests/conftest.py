@@ -33,9 +33,12 @@ def stockfish() -> str:
 def tiny_torch_model():
     torch = pytest.importorskip("torch")
     from oneply.training.model import PRESETS, ActionValueModel
+    from tests.model_helpers import randomise_fact_tables
 
     torch.manual_seed(1)
-    return ActionValueModel(PRESETS["tiny"]).eval()
+    model = ActionValueModel(PRESETS["tiny"]).eval()
+    randomise_fact_tables(model)
+    return model
 
 
 @pytest.fixture(scope="session")

@@ -18,8 +18,9 @@ import numpy as np
 import pytest
 
 from oneply.engine.errors import CommandError
-from oneply.engine.inference import Scorer, encode_batch
+from oneply.engine.inference import Scorer
 from tests.conftest import POSITION_218
+from tests.model_helpers import file_log_probs, torch_log_probs
 
 torch = pytest.importorskip("torch")
 
@@ -65,9 +66,7 @@ def warm_started(init: Path, **changes) -> ActionValueModel:
 
 
 def log_probs(model: ActionValueModel, boards) -> tuple[np.ndarray, np.ndarray]:
-    states, ids, _ = encode_batch(boards)
-    with torch.no_grad():
-        return model(torch.from_numpy(states), torch.from_numpy(ids)).numpy(), ids
+    return torch_log_probs(model, boards)
 
 
 def source_model(
@@ -98,7 +97,7 @@ def test_init_from_onnx_reproduces_the_model_file(tmp_path: Path, move_features)
     if move_features is None:  # whatever the shipped file's metadata says it is
         move_features = Scorer(path, threads=1).info.config.get("move_features", False)
     assert model.config.move_features == move_features
-    expected = Scorer(path, threads=1).log_probs(*encode_batch(BOARDS)[:2])
+    expected = file_log_probs(Scorer(path, threads=1), BOARDS)
     actual, ids = log_probs(model, BOARDS)
     mask = ids >= 0
     # float32 round-off grows with the log-probabilities (about -10 for a trained model)
@@ -153,7 +152,7 @@ def test_a_preset_with_the_side_to_move_view_upgrades_a_source_without_it(tmp_pa
     model = warm_started(path, preset="tiny")
     assert model.config == PRESETS["tiny"] and model.config.mirror
     source = Scorer(path, threads=1)
-    expected = source.log_probs(*encode_batch(BOARDS)[:2])
+    expected = file_log_probs(source, BOARDS)
     actual, ids = log_probs(model, BOARDS)  # all white to move
     mask = ids >= 0
     np.testing.assert_allclose(actual[mask], expected[mask], atol=1e-5, rtol=1e-5)
@@ -164,7 +163,7 @@ def test_a_preset_with_the_side_to_move_view_upgrades_a_source_without_it(tmp_pa
         for move in got:
             np.testing.assert_allclose(got[move], want[move], atol=1e-5, rtol=1e-5, err_msg=move)
     actual, ids = log_probs(model, black)
-    unmirrored = source.log_probs(*encode_batch(black)[:2])  # what the view changes
+    unmirrored = file_log_probs(source, black)  # what the view changes
     assert not np.allclose(actual[ids >= 0], unmirrored[ids >= 0], atol=1e-3)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
@@ -17,6 +18,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+import torch.nn.functional as F  # noqa: E402
+
 from oneply.engine.errors import CommandError  # noqa: E402
 from oneply.engine.moves import legal_move_ids  # noqa: E402
 from oneply.engine.tokenizer import tokenize  # noqa: E402
@@ -26,7 +29,7 @@ from oneply.engine.values import (  # noqa: E402
     value_to_bin,
 )
 from oneply.training import fit  # noqa: E402
-from oneply.training.batches import Batch, BatchOrder, collate, training_indices  # noqa: E402
+from oneply.training.batches import BatchOrder, collate, training_indices  # noqa: E402
 from oneply.training.checkpoints import saved_step  # noqa: E402
 from oneply.training.config import CHECKPOINT, METRICS, PLOT, TrainConfig  # noqa: E402
 from oneply.training.dataset import (  # noqa: E402
@@ -123,13 +126,16 @@ def test_padding_does_not_change_the_loss_and_per_move_matches_the_model() -> No
     batch = collate(
         [(e.states[0].numpy(), e.moves[0].numpy(), e.wins[0].numpy()) for e in examples]
     )
+    width = batch.moves.shape[1]  # the synthetic facts, padded like the moves
+    batch.square_facts = torch.cat([e.square_facts for e in examples])
+    batch.move_facts = torch.stack(
+        [F.pad(e.move_facts[0], (0, 0, 0, width - e.move_facts.shape[1])) for e in examples]
+    )
     assert batch.action_values == sum(e.action_values for e in examples)
     cfg = TrainConfig(data=[], out="")
     with torch.no_grad():
         shared = forward(model, batch, "shared")
-        garbage = Batch(
-            batch.states, batch.moves, batch.wins.masked_fill(~batch.mask, 0.7), batch.mask
-        )
+        garbage = dataclasses.replace(batch, wins=batch.wins.masked_fill(~batch.mask, 0.7))
         assert float(loss_sum(shared, batch, cfg)) == float(loss_sum(shared, garbage, cfg))
         alone = sum(float(loss_sum(forward(model, e, "shared"), e, cfg)) for e in examples)
         assert float(loss_sum(shared, batch, cfg)) == pytest.approx(alone, rel=1e-5)
@@ -137,7 +143,7 @@ def test_padding_does_not_change_the_loss_and_per_move_matches_the_model() -> No
         per_move = forward(model, batch, "per_move")
         for row, e in enumerate(examples):
             n = e.action_values
-            direct = model(e.states, e.moves, layout="per_move")[0]
+            direct = model(e.states, e.moves, "per_move", e.square_facts, e.move_facts)[0]
             assert torch.allclose(per_move[row, :n], direct, atol=1e-5)
 
 

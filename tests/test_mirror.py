@@ -13,11 +13,12 @@ import numpy as np
 import onnx
 import pytest
 
-from oneply.engine.inference import Scorer, encode_batch
+from oneply.engine.inference import Scorer
 from oneply.engine.mirror import MIRROR_MOVE, flip_state
 from oneply.engine.moves import MOVES, NUM_MOVES, move_id
 from oneply.engine.tokenizer import tokenize
 from tests.conftest import POSITION_218
+from tests.model_helpers import file_log_probs, torch_log_probs
 
 torch = pytest.importorskip("torch")
 
@@ -27,7 +28,8 @@ from oneply.training.export import export_model  # noqa: E402
 from oneply.training.model import PRESETS, ActionValueModel  # noqa: E402
 from oneply.training.warm_start import load_init, load_weights  # noqa: E402
 
-MIRROR = PRESETS["tiny"]  # every preset has the view since v4
+#: every preset has the view since v4; the format-3 model of its tests reads no facts
+MIRROR = dataclasses.replace(PRESETS["tiny"], features=())
 PLAIN = dataclasses.replace(MIRROR, mirror=False)
 #: black to move, with what the flip must get right: castling rights of one kind per side
 #: (Kq → Qk), an en-passant square, promotions with capture, castling moves, 218 moves
@@ -90,12 +92,11 @@ def test_flip_state_is_python_chess_board_mirror_and_an_involution():
 def scores_by_move(model, board: chess.Board, layout: str) -> dict[str, np.ndarray]:
     """Log-probs per move, keyed by the move as seen from the side to move (black's moves
     rank-flipped), so a position and its colour-flipped twin use the same keys."""
-    states, ids, moves = encode_batch([board])
+    moves = [list(board.legal_moves)]
     if isinstance(model, Scorer):
-        out = model.log_probs(states, ids)[0]
+        out = file_log_probs(model, [board])[0]
     else:
-        with torch.no_grad():
-            out = model(torch.from_numpy(states), torch.from_numpy(ids), layout)[0].numpy()
+        out = torch_log_probs(model, [board], layout)[0][0]
     black = board.turn == chess.BLACK
     keys = [MOVES[MIRROR_MOVE[move_id(m)]] if black else m.uci() for m in moves[0]]
     return dict(zip(keys, out, strict=True))
@@ -143,11 +144,9 @@ def test_the_flag_survives_the_model_file_and_warm_start(tmp_path):
     warm = ActionValueModel(source.config).eval()
     load_weights(warm, source)
     boards = [chess.Board(fen) for fen in BLACK_POSITIONS] + [chess.Board()]
-    states, ids, _ = encode_batch(boards)
-    with torch.no_grad():
-        actual = warm(torch.from_numpy(states), torch.from_numpy(ids)).numpy()
+    actual, ids = torch_log_probs(warm, boards)
     mask = ids >= 0
-    expected = scorer.log_probs(states, ids)
+    expected = file_log_probs(scorer, boards)
     np.testing.assert_allclose(actual[mask], expected[mask], atol=1e-5, rtol=0)
 
 
@@ -160,11 +159,9 @@ def test_bench_rebuilds_a_mirror_model_with_the_flip(tmp_path):
     export_model(model, path, preset="tiny", trained=False)
     per_move = Scorer(build_variants(path, tmp_path)["per_move_fp32"], threads=1)
     boards = [chess.Board(fen) for fen in BLACK_POSITIONS]
-    states, ids, _ = encode_batch(boards)
-    with torch.no_grad():
-        expected = model(torch.from_numpy(states), torch.from_numpy(ids), "per_move").numpy()
+    expected, ids = torch_log_probs(model, boards, "per_move")
     mask = ids >= 0
-    np.testing.assert_allclose(per_move.log_probs(states, ids)[mask], expected[mask], atol=1e-4)
+    np.testing.assert_allclose(file_log_probs(per_move, boards)[mask], expected[mask], atol=1e-4)
     proto = onnx.load(str(path))
     props = {p.key: p.value for p in proto.metadata_props}
     assert json.loads(props["oneply.config"])["mirror"] is True

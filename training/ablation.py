@@ -28,11 +28,17 @@ from typing import Any
 
 from oneply.arena import DEV_PUZZLES
 from oneply.engine.errors import CommandError
+from oneply.engine.features import GROUPS
 
 #: the architecture every variant starts from (--preset)
 BASE_PRESET = "small"
 #: the rows compare against the v2/v3 architecture: the preset minus what the table adopted
-BASE_MODEL: dict[str, Any] = {"mirror": False}
+BASE_MODEL: dict[str, Any] = {"mirror": False, "features": ()}
+
+
+def _facts(*groups: str) -> dict[str, Any]:
+    """Model changes of a round-2 row: the view on, and the facts of these groups."""
+    return {"mirror": True, "features": tuple(n for g in groups for n in GROUPS[g])}
 
 
 @dataclass(frozen=True)
@@ -66,6 +72,27 @@ VARIANTS: tuple[Variant, ...] = (
     Variant("warmup-0", "no warm-up (base: 5% of the steps)", train={"warmup": 0}),
     Variant("ema-0.999", "EMA decay 0.999 (base 0.99)", train={"ema_decay": 0.999}),
     Variant("no-ema", "no EMA: the raw weights", train={"ema_decay": 0.0}),
+    # round 2 (issue 18): what a player sees, on top of the side-to-move view ("mirror")
+    Variant("facts-attacks", "mirror + attackers per square", _facts("attacks")),
+    Variant("facts-pins", "mirror + pinned pieces", _facts("pins")),
+    Variant(
+        "facts-moves",
+        "mirror + capture, check, destination attackers/defenders",
+        _facts("move_facts"),
+    ),
+    Variant("facts", "mirror + every fact (v5 architecture)", _facts(*GROUPS)),
+    Variant(
+        "rank",
+        "facts + listwise ranking loss (weight 1, T 0.05)",
+        _facts(*GROUPS),
+        {"rank_weight": 1.0},
+    ),
+    Variant(
+        "gap",
+        "facts + weight 1 + 4 x (best - second) per position",
+        _facts(*GROUPS),
+        {"gap_weight": 4.0},
+    ),
 )
 
 #: the base run's training settings (a variant overrides some)
@@ -131,21 +158,29 @@ def train_config(variant: Variant, args: argparse.Namespace, out: Path):
     )
 
 
-def greedy_score(model: Path, games: int, seed: int) -> dict[str, Any]:
-    """W/D/L against the built-in greedy opponent, through the strength suite's match code."""
+def opponent_scores(model: Path, greedy: int, skill: int, seed: int) -> dict[str, dict]:
+    """W/D/L against the built-in greedy opponent and Stockfish skill 0, through the strength
+    suite's match code (opponents with 0 games are left out)."""
     from oneply.arena import strength
 
     parser = argparse.ArgumentParser()
     strength.add_arguments(parser)
     args = parser.parse_args(
-        [str(model), "--games-random", "0", "--games-greedy", str(games), "--games-skill", "0"]
-        + ["--games-per-level", "0", "--puzzle-limit", "0", "--seed", str(seed), "--quiet"]
+        [str(model), "--games-random", "0", "--games-greedy", str(greedy)]
+        + ["--games-skill", str(skill), "--games-per-level", "0", "--puzzle-limit", "0"]
+        + ["--seed", str(seed), "--quiet"]
     )
     result = strength.SuiteResult(str(model))
     strength.play_opponents(args, str(model), result)
-    (played,) = result.opponents
-    score = (played.wins + 0.5 * played.draws) / max(1, played.games)
-    return {"wins": played.wins, "draws": played.draws, "losses": played.losses, "score": score}
+    return {
+        played.name: {
+            "wins": played.wins,
+            "draws": played.draws,
+            "losses": played.losses,
+            "score": (played.wins + 0.5 * played.draws) / max(1, played.games),
+        }
+        for played in result.opponents
+    }
 
 
 def run_variant(variant: Variant, args: argparse.Namespace) -> dict[str, Any]:
@@ -184,11 +219,16 @@ def run_variant(variant: Variant, args: argparse.Namespace) -> dict[str, Any]:
         "kendall_tau": positions.get("kendall_tau"),
         "log_loss": positions.get("log_loss"),
         "puzzles": puzzles.get("accuracy"),
-        "greedy": greedy_score(onnx_path, args.games, args.seed) if args.games else None,
+        **_games(onnx_path, args),
         "wall_seconds": round(time.perf_counter() - started, 1),
     }
     (out / "result.json").write_text(json.dumps(result, indent=1) + "\n")
     return result
+
+
+def _games(model: Path, args: argparse.Namespace) -> dict[str, Any]:
+    scores = opponent_scores(model, args.games, args.games_skill, args.seed)
+    return {"greedy": scores.get("greedy"), "skill0": scores.get("sf-skill0")}
 
 
 # --------------------------------------------------------------------------- the table
@@ -208,21 +248,25 @@ def _cell(value: float | None, pattern: str) -> str:
     return "–" if value is None else format(value, pattern)
 
 
+def _games_cell(g: dict | None) -> str:
+    return f"{g['score']:.0%} ({g['wins']}/{g['draws']}/{g['losses']})" if g else "–"
+
+
 def markdown(rows: list[dict[str, Any]]) -> str:
     """The table as GitHub markdown (README, model card, terminal)."""
     lines = [
         "| variant | what changes | params | steps x batch | train s | val loss | accuracy "
-        "| Kendall τ | dev puzzles | vs greedy (W/D/L) |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---|",
+        "| Kendall τ | dev puzzles | vs greedy (W/D/L) | vs sf-skill0 (W/D/L) |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---|---|",
     ]
     for r in rows:
-        g = r.get("greedy")
-        greedy = f"{g['score']:.0%} ({g['wins']}/{g['draws']}/{g['losses']})" if g else "–"
+        greedy, skill = _games_cell(r.get("greedy")), _games_cell(r.get("skill0"))
         lines.append(
             f"| {r['variant']} | {r['what']} | {r['parameters'] / 1e6:.2f}M "
             f"| {r['steps']} x {r['batch']} | {r['train_seconds']:.0f} "
             f"| {_cell(r['val_loss'], '.3f')} | {_cell(r['accuracy'], '.1%')} "
-            f"| {_cell(r['kendall_tau'], '.3f')} | {_cell(r['puzzles'], '.1%')} | {greedy} |"
+            f"| {_cell(r['kendall_tau'], '.3f')} | {_cell(r['puzzles'], '.1%')} | {greedy} "
+            f"| {skill} |"
         )
     return "\n".join(lines)
 
@@ -278,6 +322,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--positions", type=int, default=76_800, help="training positions per variant (76,800)"
     )
     parser.add_argument("--games", type=int, default=20, help="games vs greedy (0: none)")
+    parser.add_argument(
+        "--games-skill", type=int, default=0, help="games vs Stockfish skill 0 (default 0: none)"
+    )
     parser.add_argument("--val-positions", type=int, default=2048)
     parser.add_argument("--puzzle-limit", type=int, help="dev puzzles, evenly spaced (all)")
     parser.add_argument("--preset", default=BASE_PRESET, help=f"base architecture ({BASE_PRESET})")

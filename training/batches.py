@@ -3,12 +3,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 import torch
 
 from oneply.engine.errors import CommandError
+from oneply.engine.features import encode_facts
+from oneply.training.compact import board_of_tokens
 from oneply.training.dataset import AnnotatedDataset, position_key
 
 
@@ -20,6 +23,9 @@ class Batch:
     moves: torch.Tensor  # int64 [B, N]
     wins: torch.Tensor  # float32 [B, N]
     mask: torch.Tensor  # bool [B, N]
+    #: engine/features.py facts, only for a model that reads them: int64 [B, 64, S], [B, N, M]
+    square_facts: torch.Tensor | None = None
+    move_facts: torch.Tensor | None = None
 
     @property
     def action_values(self) -> int:
@@ -28,19 +34,33 @@ class Batch:
     def to(self, device: torch.device) -> Batch:
         """On `device`; to a GPU through pinned memory, so the copy is truly asynchronous."""
         if device.type != "cuda":
-            return Batch(*(t.to(device) for t in asdict_shallow(self)))
-        return Batch(*(t.pin_memory().to(device, non_blocking=True) for t in asdict_shallow(self)))
+            return Batch(*(_map(t, lambda x: x.to(device)) for t in asdict_shallow(self)))
+        return Batch(
+            *(
+                _map(t, lambda x: x.pin_memory().to(device, non_blocking=True))
+                for t in asdict_shallow(self)
+            )
+        )
 
     def split(self, size: int) -> list[Batch]:
-        parts = zip(*(t.split(size) for t in asdict_shallow(self)), strict=True)
-        return [Batch(*part) for part in parts]
+        count = -(-len(self.states) // size)
+        columns = [[None] * count if t is None else t.split(size) for t in asdict_shallow(self)]
+        return [Batch(*part) for part in zip(*columns, strict=True)]
 
 
-def asdict_shallow(batch: Batch) -> tuple[torch.Tensor, ...]:
-    return batch.states, batch.moves, batch.wins, batch.mask
+def _map(tensor: torch.Tensor | None, move: Callable[[torch.Tensor], torch.Tensor]):
+    return None if tensor is None else move(tensor)
 
 
-def collate(examples: list[tuple[np.ndarray, np.ndarray, np.ndarray]]) -> Batch:
+def asdict_shallow(batch: Batch) -> tuple[torch.Tensor | None, ...]:
+    return batch.states, batch.moves, batch.wins, batch.mask, batch.square_facts, batch.move_facts
+
+
+def collate(
+    examples: list[tuple[np.ndarray, np.ndarray, np.ndarray]], facts: bool = False
+) -> Batch:
+    """Pad rows of (state, move ids, wins) into a Batch; with `facts`, also the facts of
+    engine/features.py for each row's position (what a model with ``features`` reads)."""
     width = max(len(moves) for _, moves, _ in examples)
     moves = np.full((len(examples), width), -1, dtype=np.int64)
     wins = np.zeros((len(examples), width), dtype=np.float32)
@@ -49,7 +69,12 @@ def collate(examples: list[tuple[np.ndarray, np.ndarray, np.ndarray]]) -> Batch:
         wins[row, : len(ids)] = values
     states = np.stack([state for state, _, _ in examples]).astype(np.int64)
     moves_t = torch.from_numpy(moves)
-    return Batch(torch.from_numpy(states), moves_t, torch.from_numpy(wins), moves_t >= 0)
+    batch = Batch(torch.from_numpy(states), moves_t, torch.from_numpy(wins), moves_t >= 0)
+    if facts:
+        boards = [board_of_tokens(state) for state in states]
+        squares, per_move = encode_facts(boards, [list(b.legal_moves) for b in boards], width)
+        batch.square_facts, batch.move_facts = torch.from_numpy(squares), torch.from_numpy(per_move)
+    return batch
 
 
 class BatchOrder:

@@ -32,6 +32,9 @@ class TrainConfig:
     ema_decay: float = 0.99
     target: str = "hl_gauss"  # or "one_hot"
     sigma: float = HL_GAUSS_SIGMA  # HL-Gauss standard deviation, in bin widths
+    rank_weight: float = 0.0  # weight of the listwise ranking loss (training/targets.py)
+    rank_temperature: float = 0.05  # its softmax temperature, in win-probability units
+    gap_weight: float = 0.0  # extra weight on positions whose best move stands out
     bucket: int = 32  # sort positions by move count inside windows of this many batches
     val_percent: float = 5.0
     val_positions: int = 2048
@@ -52,7 +55,19 @@ class TrainConfig:
 def check_compatible(saved: TrainConfig, wanted: TrainConfig) -> None:
     """Refuse to resume a checkpoint trained with settings that decide the weights differently
     (the step count may grow: resuming with more --steps continues the run)."""
-    fixed = ("preset", "layout", "batch", "seed", "target", "sigma", "bucket", "val_percent")
+    fixed = (
+        "preset",
+        "layout",
+        "batch",
+        "seed",
+        "target",
+        "sigma",
+        "rank_weight",
+        "rank_temperature",
+        "gap_weight",
+        "bucket",
+        "val_percent",
+    )
     changed = [
         f"{k}: {getattr(saved, k)} → {getattr(wanted, k)}"
         for k in fixed

@@ -40,8 +40,10 @@ import numpy as np
 from tqdm import tqdm
 
 from oneply.arena import DEV_PUZZLES
+from oneply.engine.features import encode_facts
 from oneply.engine.inference import PAD_MOVE, MoveScore, MoveScorer, Scorer
 from oneply.engine.values import BEST_TOLERANCE, expected_win, hl_gauss, value_to_bin
+from oneply.training.compact import board_of_tokens
 
 BANDS = ((0, 1000), (1000, 1500), (1500, 2000), (2000, 2500), (2500, 10_000))
 
@@ -118,13 +120,21 @@ def batches(
         yield states, ids, [wins for _, _, wins in examples]
 
 
+def row_facts(states: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray]:
+    """The engine/features.py facts of stored rows (their moves in python-chess order, the
+    order the values are stored in)."""
+    boards = [board_of_tokens(state) for state in states]
+    return encode_facts(boards, [list(board.legal_moves) for board in boards], width)
+
+
 def evaluate_dataset(scorer: Scorer, dataset, limit: int | None = None, batch: int = 64) -> dict:
     """Action accuracy, Kendall τ-b and log loss of a model over annotated positions."""
     scores = PositionScores()
     total = len(dataset) if limit is None else min(limit, len(dataset))
     with tqdm(total=total, unit="pos", desc="positions", leave=False) as bar:
         for states, ids, wins in batches(dataset, limit, batch):
-            log_probs = scorer.log_probs(states, ids)
+            facts = row_facts(states, ids.shape[1]) if scorer.reads_facts else ()
+            log_probs = scorer.log_probs(states, ids, *facts)
             for row, position_wins in enumerate(wins):
                 scores.add(log_probs[row, : len(position_wins)].astype(np.float64), position_wins)
             bar.update(len(wins))

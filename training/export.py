@@ -78,6 +78,7 @@ def export_model(
         config.layers,
         info.to_metadata(),
         mirror=config.mirror,
+        features=config.features,
     )
     return save_model(proto, path, info, int8)
 

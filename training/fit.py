@@ -55,7 +55,7 @@ from oneply.training.device import autocast, bf16_supported, init_distributed
 from oneply.training.evaluate import read_puzzles
 from oneply.training.model import LAYOUTS, PRESETS
 from oneply.training.optim import learning_rate
-from oneply.training.targets import action_hits, forward, loss_sum
+from oneply.training.targets import action_hits, forward, objective
 from oneply.training.train_bench import benchmark
 from oneply.training.validation import append_metrics, plot_metrics, puzzle_check, validate
 from oneply.training.warm_start import run_architecture
@@ -68,6 +68,7 @@ def train_step(ddp, state: State, batch: Batch, config: TrainConfig, device, bf1
         group["lr"] = lr
     parts = batch.split(config.micro_batch or config.batch)
     values = batch.action_values  # one host sync per step, not one per micro-batch
+    positions = len(batch.states)
     total_loss = torch.zeros((), device=device)
     hits = torch.zeros((), device=device)
     for number, part in enumerate(parts):
@@ -76,8 +77,8 @@ def train_step(ddp, state: State, batch: Batch, config: TrainConfig, device, bf1
         with sync:
             with autocast(device, bf16):
                 log_probs = forward(ddp, part, config.layout)
-            loss = loss_sum(log_probs, part, config)
-            (loss / values).backward()
+            total, loss = objective(log_probs, part, config, values, positions)
+            total.backward()
         total_loss += loss.detach()
         hits += action_hits(log_probs.detach(), part.wins, part.mask).sum()
     torch.nn.utils.clip_grad_norm_(state.model.parameters(), config.grad_clip)
@@ -141,7 +142,7 @@ def train(config: TrainConfig, resume: bool = True, quiet: bool = False) -> dict
     clock = time.perf_counter()
     state.model.train()
     while state.step < config.steps:
-        batch = collate(feed.batch(state.step))
+        batch = collate(feed.batch(state.step), facts=bool(model_config.features))
         loss, hits = train_step(ddp, state, batch.to(device), config, device, bf16, info)
         state.seen += batch.action_values * info.world
         window["loss"] += loss
@@ -274,6 +275,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--ema-decay", type=float, default=d.ema_decay)
     parser.add_argument("--target", choices=("hl_gauss", "one_hot"), default=d.target)
     parser.add_argument("--sigma", type=float, default=d.sigma, help="HL-Gauss σ in bin widths")
+    parser.add_argument(
+        "--rank-weight",
+        type=float,
+        default=d.rank_weight,
+        help="add a listwise ranking loss on the expected wins with this weight (default 0: off)",
+    )
+    parser.add_argument(
+        "--rank-temperature",
+        type=float,
+        default=d.rank_temperature,
+        help="its softmax temperature, in win probability (default %(default)s)",
+    )
+    parser.add_argument(
+        "--gap-weight",
+        type=float,
+        default=d.gap_weight,
+        help="weight positions by 1 + W x (best - second value) (default 0: all alike)",
+    )
     parser.add_argument("--bucket", type=int, default=d.bucket, help="bucketing window, batches")
     parser.add_argument("--val-percent", type=float, default=d.val_percent)
     parser.add_argument("--val-positions", type=int, default=d.val_positions)

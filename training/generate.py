@@ -168,9 +168,18 @@ class Writer:
     """Buffers whole games' new positions and writes them as one shard per ``shard_size``."""
 
     def __init__(
-        self, out: Path, shard: tuple[int, int], meta: dict, prefix: str = SHARD_PREFIX
+        self,
+        out: Path,
+        shard: tuple[int, int],
+        meta: dict,
+        prefix: str = SHARD_PREFIX,
+        workers: int = 1,
     ) -> None:
         self.out, self.shard, self.meta, self.prefix = out, shard, meta, prefix
+        self.workers = workers
+        #: since the last shard: its CPU cost is this wall time × workers (the campaign's
+        #: labelling CPU-hours are the sum over shards)
+        self.clock = time.perf_counter()
         self.records: list[Record] = []
         self.first_game: int | None = None
         self.last_game: int | None = None
@@ -191,6 +200,9 @@ class Writer:
         k, n = self.shard
         name = f"{self.prefix}{k}of{n}-{self.first_game:09d}"
         meta = {**self.meta, "shard": f"{k}/{n}", "games": [self.first_game, end_game]}
+        now = time.perf_counter()
+        meta["worker_seconds"] = round((now - self.clock) * self.workers, 2)
+        self.clock = now
         if self.records:
             states = np.stack([r.state for r in self.records])
             write_compact_shard(self.out / name, states, [r.wins for r in self.records], meta)
@@ -247,7 +259,7 @@ def run_generate(args: argparse.Namespace) -> dict:
     }
     if wanted <= 0:
         return result
-    writer = Writer(out, (k, n), {"settings": recorded})
+    writer = Writer(out, (k, n), {"settings": recorded}, workers=args.workers)
     started = time.monotonic()
     scored, new, game = 0, 0, next_game
     sample = Reservoir(args.bench_sample)  # for the Stockfish-alone measurement

@@ -26,6 +26,13 @@ the state tokens and move ids are replaced by those of the colour-flipped twin (
 engine/mirror.py) before anything else, so one set of patterns serves both colours. Each move
 keeps its slot, so the output still lines up with the real moves.
 
+With ``features`` the network also reads what a player sees at a glance (engine/features.py):
+per board square, how many pieces of each side attack it and whether a piece there is pinned;
+per move, what it takes, whether it checks, and who attacks and defends its destination
+afterwards. Each fact is a small integer; one embedding table per kind (squares, moves) holds
+a block of rows per fact, and a token gets the sum of its facts' rows. The tables start at zero,
+so a model warm-started from one without them computes exactly what its source computes.
+
 Parameter names are the ONNX initializer names (see engine/graph.py), Linear weights
 transposed.
 """
@@ -34,12 +41,22 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
-from typing import cast
+from typing import Any, cast
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+from oneply.engine.features import (
+    ALL_FACTS,
+    MOVE_FACTS,
+    SQUARE_FACTS,
+    TOKEN_SQUARE,
+    channels,
+    check_names,
+    table_offsets,
+)
 from oneply.engine.mirror import (
     BLACK_TOKEN,
     CASTLING_BIT,
@@ -60,6 +77,8 @@ from oneply.engine.values import NUM_BINS
 
 LAYOUTS = ("shared", "per_move")
 PREFIX = STATE_LENGTH + 1  # BOS + state tokens
+#: sequence position of the first board token (after BOS and the side-to-move token)
+BOARD_START = 1 + int(SQUARE_TOKEN.min())
 SEQ_LENGTH = PREFIX + 1  # ... + one move
 
 
@@ -78,6 +97,22 @@ class ModelConfig:
     #: the board seen from the side to move (mirrored for black), done inside the graph from the
     #: same inputs (engine/mirror.py; files that use it are format version 3)
     mirror: bool = False
+    #: the hand-computed facts the network reads (engine/features.py names; empty: none, files
+    #: that read some are format version 4)
+    features: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:  # JSON gives a list, in any order: one canonical tuple
+        object.__setattr__(self, "features", check_names(self.features))
+
+    @property
+    def square_fact_channels(self) -> list[int]:
+        """Channels of the ``square_facts`` input this model reads."""
+        return channels(self.features, SQUARE_FACTS)
+
+    @property
+    def move_fact_channels(self) -> list[int]:
+        """Channels of the ``move_facts`` input this model reads."""
+        return channels(self.features, MOVE_FACTS)
 
     @property
     def head_dim(self) -> int:
@@ -87,9 +122,10 @@ class ModelConfig:
         return asdict(self)
 
 
-#: every preset has move features and the side-to-move view: together they won the
-#: sample-efficiency table (README "Sample efficiency"); the ablation sets them off per row
-_ADOPTED = {"move_features": True, "mirror": True}
+#: every preset has move features, the side-to-move view and the facts of engine/features.py:
+#: they won the sample-efficiency tables (README "Sample efficiency"); the ablation sets them
+#: off per row
+_ADOPTED: dict[str, Any] = {"move_features": True, "mirror": True, "features": ALL_FACTS}
 PRESETS: dict[str, ModelConfig] = {
     "tiny": ModelConfig(layers=2, heads=2, width=32, **_ADOPTED),
     "small": ModelConfig(layers=4, heads=4, width=128, **_ADOPTED),
@@ -167,6 +203,12 @@ class ActionValueModel(nn.Module):
     state_map: torch.Tensor
     state_map_offset: torch.Tensor
     mirror_move: torch.Tensor
+    # only with features (engine/features.py)
+    square_channels: torch.Tensor
+    square_offsets: torch.Tensor
+    token_square: torch.Tensor
+    move_channels: torch.Tensor
+    move_offsets: torch.Tensor
 
     def __init__(self, config: ModelConfig):
         super().__init__()
@@ -207,6 +249,34 @@ class ActionValueModel(nn.Module):
         for name, p in self.named_parameters():  # GPT-2 style scaled init of residual outputs
             if name.endswith(("proj.weight", "w2.weight")):
                 nn.init.normal_(p, std=0.02 / math.sqrt(2 * config.layers))
+        self._fact_tables(config)
+
+    def _fact_tables(self, config: ModelConfig) -> None:
+        """One embedding table per kind of fact it reads, a block of rows per fact.
+
+        Made last and at zero: the other weights draw the same random numbers with or without
+        them (the sample-efficiency table compares like with like), and a model warm-started
+        from one without them computes exactly what its source computes.
+        """
+        if config.square_fact_channels:
+            offsets, rows = table_offsets(config.features, SQUARE_FACTS)
+            self.square_fact_embed = nn.Embedding(rows, config.width)
+            nn.init.zeros_(self.square_fact_embed.weight)
+            for name, table in (
+                ("square_channels", np.array(config.square_fact_channels)),
+                ("square_offsets", offsets),
+                ("token_square", TOKEN_SQUARE),
+            ):
+                self.register_buffer(name, torch.as_tensor(table), persistent=False)
+        if config.move_fact_channels:
+            offsets, rows = table_offsets(config.features, MOVE_FACTS)
+            self.move_fact_embed = nn.Embedding(rows, config.width)
+            nn.init.zeros_(self.move_fact_embed.weight)
+            for name, table in (
+                ("move_channels", np.array(config.move_fact_channels)),
+                ("move_offsets", offsets),
+            ):
+                self.register_buffer(name, torch.as_tensor(table), persistent=False)
 
     @staticmethod
     def _init(module: nn.Module) -> None:
@@ -221,27 +291,49 @@ class ActionValueModel(nn.Module):
         return sum(p.numel() for p in self.parameters())
 
     def _mirror(
-        self, state: torch.Tensor, moves: torch.Tensor
+        self, state: torch.Tensor, moves: torch.Tensor, black: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Rows with black to move → the colour-flipped position and moves (engine/mirror.py);
-        white rows unchanged. Padded slots of black rows get a real id: their output is ignored
-        as before."""
+        """Rows with black to move ([B, 1] `black`) → the colour-flipped position and moves
+        (engine/mirror.py); white rows unchanged. Padded slots of black rows get a real id:
+        their output is ignored as before."""
         code = self.castling_bit[state[:, FIELDS["castling"]]].sum(1, keepdim=True)
         extended = torch.cat([state, code], dim=1)
         flipped = self.state_map[extended[:, self.state_source] + self.state_map_offset]
-        black = state[:, FIELDS["side"]] == BLACK_TOKEN  # [B, 1]
         flipped_moves = self.mirror_move[moves.clamp(min=0)]
         return torch.where(black, flipped, state), torch.where(black, flipped_moves, moves)
 
-    def _state(self, state: torch.Tensor) -> torch.Tensor:
-        """[B, 77] tokens → [B, 78, D] embedded BOS + state, with positions."""
+    def _state(
+        self, state: torch.Tensor, square_facts: torch.Tensor | None, black: torch.Tensor | None
+    ) -> torch.Tensor:
+        """[B, 77] tokens → [B, 78, D] embedded BOS + state, with positions (and, with square
+        facts, each board token plus its square's facts; turned over with the board for
+        `black` rows)."""
         bos = self.bos.expand(state.shape[0], 1, -1)
-        return torch.cat([bos, self.state_embed(state)], dim=1) + self.pos_embed[:PREFIX]
+        x = torch.cat([bos, self.state_embed(state)], dim=1) + self.pos_embed[:PREFIX]
+        if not self.config.square_fact_channels:
+            return x
+        if square_facts is None:
+            raise ValueError("this model reads square facts: pass square_facts [B, 64, S]")
+        squares = self.token_square.expand(state.shape[0], -1)  # [B, 64] in token order
+        if black is not None:
+            squares = torch.where(black, squares ^ 56, squares)  # engine/mirror.mirror_square
+        facts = square_facts[:, :, self.square_channels]  # [B, 64, s]
+        facts = facts.gather(1, squares.unsqueeze(-1).expand(-1, -1, facts.shape[-1]))
+        embedded = self.square_fact_embed(facts + self.square_offsets).sum(2)  # [B, 64, D]
+        start, stop = BOARD_START, BOARD_START + 64
+        return torch.cat([x[:, :start], x[:, start:stop] + embedded, x[:, stop:]], dim=1)
 
-    def _moves(self, state: torch.Tensor, moves: torch.Tensor) -> torch.Tensor:
+    def _moves(
+        self, state: torch.Tensor, moves: torch.Tensor, move_facts: torch.Tensor | None
+    ) -> torch.Tensor:
         """[B, N] move ids (negative = padding) → [B, N, D] embedded moves at position 78."""
         ids = moves.clamp(min=0)
         x = self.move_embed(ids) + self.pos_embed[PREFIX]
+        if self.config.move_fact_channels:
+            if move_facts is None:
+                raise ValueError("this model reads move facts: pass move_facts [B, N, M]")
+            facts = move_facts[:, :, self.move_channels] + self.move_offsets
+            x = x + self.move_fact_embed(facts).sum(2)
         if not self.config.move_features:
             return x
         start, end = self.move_from[ids], self.move_to[ids]
@@ -261,21 +353,32 @@ class ActionValueModel(nn.Module):
         """The blocks, typed (iterating a ModuleList yields plain Modules)."""
         return [cast(Block, block) for block in self.blocks]
 
-    def forward(self, state: torch.Tensor, moves: torch.Tensor, layout: str = "shared"):
+    def forward(
+        self,
+        state: torch.Tensor,
+        moves: torch.Tensor,
+        layout: str = "shared",
+        square_facts: torch.Tensor | None = None,
+        move_facts: torch.Tensor | None = None,
+    ):
         """Log-probabilities [B, N, K] for every (position, move) pair.
 
-        Padded move slots (id < 0) produce values that callers must ignore.
+        Padded move slots (id < 0) produce values that callers must ignore. A model with
+        ``features`` needs the facts of engine/features.py for the real position and moves.
         """
+        black = None
         if self.config.mirror:
-            state, moves = self._mirror(state, moves)
+            black = state[:, FIELDS["side"]] == BLACK_TOKEN  # [B, 1]
+            state, moves = self._mirror(state, moves, black)
+        xs = self._state(state, square_facts, black)
+        xm = self._moves(state, moves, move_facts)
         if layout == "shared":
-            xs, xm = self._state(state), self._moves(state, moves)
             for block in self._layers():
                 xs, xm = block.forward_shared(xs, xm)
         elif layout == "per_move":
             b, n = moves.shape
-            xs = self._state(state).unsqueeze(1).expand(b, n, PREFIX, -1).reshape(b * n, PREFIX, -1)
-            x = torch.cat([xs, self._moves(state, moves).reshape(b * n, 1, -1)], dim=1)
+            xs = xs.unsqueeze(1).expand(b, n, PREFIX, -1).reshape(b * n, PREFIX, -1)
+            x = torch.cat([xs, xm.reshape(b * n, 1, -1)], dim=1)
             for block in self._layers():
                 x = block.forward_full(x)
             xm = x[:, -1].reshape(b, n, -1)

@@ -62,16 +62,70 @@ def action_hits(log_probs: torch.Tensor, wins: torch.Tensor, mask: torch.Tensor)
 def forward(model, batch: Batch, layout: str) -> torch.Tensor:
     """Log-probs [B, N, K]; per_move runs only the real (position, move) pairs."""
     if layout == "shared":
-        return model(batch.states, batch.moves, layout="shared")
+        return model(batch.states, batch.moves, "shared", batch.square_facts, batch.move_facts)
     rows, cols = batch.mask.nonzero(as_tuple=True)
-    flat = model(batch.states[rows], batch.moves[rows, cols].unsqueeze(1), layout="per_move")
+    squares = None if batch.square_facts is None else batch.square_facts[rows]
+    per_move = None if batch.move_facts is None else batch.move_facts[rows, cols].unsqueeze(1)
+    moves = batch.moves[rows, cols].unsqueeze(1)
+    flat = model(batch.states[rows], moves, "per_move", squares, per_move)
     out = flat.new_zeros(*batch.moves.shape, flat.shape[-1])
     out[rows, cols] = flat[:, 0]
     return out
 
 
-def loss_sum(log_probs: torch.Tensor, batch: Batch, config: TrainConfig) -> torch.Tensor:
-    """Summed cross-entropy over the real moves (the caller divides by their number)."""
+def move_losses(log_probs: torch.Tensor, batch: Batch, config: TrainConfig) -> torch.Tensor:
+    """Cross-entropy [B, N] of each real move against its target (0 on padding)."""
     targets = make_targets(batch.wins, config)
     per_move = -(targets * log_probs.float()).sum(dim=-1)
-    return per_move.masked_fill(~batch.mask, 0.0).sum()
+    return per_move.masked_fill(~batch.mask, 0.0)
+
+
+def loss_sum(log_probs: torch.Tensor, batch: Batch, config: TrainConfig) -> torch.Tensor:
+    """Summed cross-entropy over the real moves (the caller divides by their number): the
+    loss every run reports, whatever else it optimises."""
+    return move_losses(log_probs, batch, config).sum()
+
+
+def best_gaps(wins: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Per position: how much better its best move is than its second (0 with one move)."""
+    top = wins.masked_fill(~mask, -1.0).topk(min(2, wins.shape[1]), dim=1).values
+    if top.shape[1] < 2:
+        return torch.zeros_like(top[:, 0])
+    return (top[:, 0] - top[:, 1]).clamp(min=0.0) * (top[:, 1] >= 0)
+
+
+def ranking_loss_sum(
+    log_probs: torch.Tensor, wins: torch.Tensor, mask: torch.Tensor, temperature: float
+) -> torch.Tensor:
+    """Listwise ranking loss (ListNet), summed over positions.
+
+    Why: the engine plays the argmax of the expected wins, and HL-Gauss trains each move's
+    value on its own; this trains the order of a position's moves directly. Per position, the
+    cross-entropy between softmax(wins / T) — Stockfish's values — and softmax(expected / T)
+    — the model's — over its legal moves, T in win-probability units.
+    """
+    predicted = expected_wins(log_probs.float()) / temperature
+    target = (wins.float() / temperature).masked_fill(~mask, float("-inf")).softmax(dim=-1)
+    log_model = predicted.masked_fill(~mask, float("-inf")).log_softmax(dim=-1)
+    return -(target * log_model.masked_fill(~mask, 0.0)).sum()
+
+
+def objective(
+    log_probs: torch.Tensor, batch: Batch, config: TrainConfig, values: int, positions: int
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """(what a step minimises, the plain cross-entropy sum it reports).
+
+    The objective is the cross-entropy per action value, each position's moves weighted by
+    1 + gap_weight · (best − second value), plus rank_weight × the ranking loss per position.
+    `values` and `positions` count the whole step's batch (micro-batches add up to it).
+    """
+    per_move = move_losses(log_probs, batch, config)
+    plain = per_move.sum()
+    if config.gap_weight:
+        weights = 1.0 + config.gap_weight * best_gaps(batch.wins, batch.mask)
+        per_move = per_move * weights.unsqueeze(1)
+    total = per_move.sum() / values
+    if config.rank_weight:
+        ranking = ranking_loss_sum(log_probs, batch.wins, batch.mask, config.rank_temperature)
+        total = total + config.rank_weight * ranking / positions
+    return total, plain

@@ -7,6 +7,7 @@ import time
 import numpy as np
 import torch
 
+from oneply.engine.features import MOVE_FACTS, SQUARE_FACTS
 from oneply.training.batches import Batch, collate
 from oneply.training.config import TrainConfig
 from oneply.training.device import autocast, bf16_supported
@@ -16,7 +17,8 @@ from oneply.training.targets import forward, loss_sum
 
 
 def synthetic_batch(positions: int, rng: np.random.Generator) -> Batch:
-    """Random positions with a realistic spread of legal-move counts (mean ≈ 35)."""
+    """Random positions with a realistic spread of legal-move counts (mean ≈ 35), and random
+    facts (engine/features.py) in their ranges for models that read them."""
     from oneply.engine.moves import NUM_MOVES
     from oneply.engine.tokenizer import VOCAB_SIZE
 
@@ -29,7 +31,15 @@ def synthetic_batch(positions: int, rng: np.random.Generator) -> Batch:
         )
         for n in counts
     ]
-    return collate(examples)
+    batch = collate(examples)
+    batch.square_facts = _random_facts(rng, (positions, 64), SQUARE_FACTS)
+    batch.move_facts = _random_facts(rng, tuple(batch.moves.shape), MOVE_FACTS)
+    return batch
+
+
+def _random_facts(rng: np.random.Generator, shape: tuple[int, ...], declared) -> torch.Tensor:
+    sizes = np.array([fact.size for fact in declared])
+    return torch.from_numpy((rng.random((*shape, len(sizes))) * sizes).astype(np.int64))
 
 
 #: positions per per_move forward/backward pass when --micro-batch is 0 (not given): 79 tokens

@@ -7,6 +7,7 @@ import json
 import os
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import chess
 import numpy as np
@@ -26,7 +27,8 @@ def validate(model, dataset, config: TrainConfig, device, bf16: bool) -> dict:
     count = min(len(dataset), config.val_positions)
     total_loss = total_values = hits = 0.0
     for start in range(0, count, config.batch):
-        batch = collate([dataset[i] for i in range(start, min(count, start + config.batch))])
+        rows = [dataset[i] for i in range(start, min(count, start + config.batch))]
+        batch = collate(rows, facts=reads_facts(model))
         for part in batch.split(config.micro_batch or config.batch):
             part = part.to(device)
             with autocast(device, bf16):
@@ -35,6 +37,11 @@ def validate(model, dataset, config: TrainConfig, device, bf16: bool) -> dict:
             total_values += part.action_values
             hits += float(action_hits(log_probs, part.wins, part.mask).sum())
     return {"loss": total_loss / max(1, total_values), "accuracy": hits / max(1, count)}
+
+
+def reads_facts(model: Any) -> bool:
+    """Whether an ActionValueModel reads the engine/features.py facts."""
+    return bool(model.config.features)
 
 
 class TorchScorer:
@@ -51,10 +58,11 @@ class TorchScorer:
     def score_many(self, boards: Sequence[chess.Board]) -> list[list[MoveScore]]:
         if not boards:
             return []
-        states, ids, moves = encode_batch(boards)
-        state_t = torch.from_numpy(states).to(self.device)
+        encoded = encode_batch(boards, facts=reads_facts(self.model))
+        inputs = [torch.from_numpy(a).to(self.device) for a in encoded.arrays()]
         with autocast(self.device, self.bf16):
-            log_probs = self.model(state_t, torch.from_numpy(ids).to(self.device), self.layout)
+            log_probs = self.model(*inputs[:2], self.layout, *inputs[2:])
+        moves = encoded.moves
         return ranked_moves(moves, expected_win(log_probs.float().cpu().numpy()))
 
 

@@ -89,16 +89,20 @@ def init_model_config(source: InitSource, preset: str) -> tuple[ModelConfig, str
     """The run's architecture and preset name: the source's own; an explicit --preset must
     describe the same weights (they fit no other architecture).
 
-    The one allowed difference: a preset with the side-to-move view (``mirror``) may start from
-    a source without it. The view has no weights, and a source that learnt white-to-move
-    positions already knows every mirrored one, so the upgraded model scores white-to-move
-    positions exactly as the source does and black-to-move ones as the source scores their
-    colour-flipped twins.
+    Two allowed differences, both upgrades of an older model:
+    - a preset with the side-to-move view (``mirror``) may start from a source without it. The
+      view has no weights, and a source that learnt white-to-move positions already knows every
+      mirrored one, so the upgraded model scores white-to-move positions exactly as the source
+      does and black-to-move ones as the source scores their colour-flipped twins;
+    - a preset that reads facts (``features``, engine/features.py) from a source that reads none:
+      their
+      embedding tables start at zero, so before the first step the model computes what the
+      source computes, and training then learns what the facts add.
     """
     if not preset:
         return source.config, source.preset
     wanted = PRESETS.get(preset)
-    if wanted is None or wanted not in (source.config, replace(source.config, mirror=True)):
+    if wanted is None or not _upgrades(source.config, wanted):
         raise CommandError(
             f"--init {source.path} is a {source.preset!r} model ({source.config}), but --preset "
             f"{preset} is {wanted}; leave out --preset to train the source's own architecture"
@@ -106,14 +110,33 @@ def init_model_config(source: InitSource, preset: str) -> tuple[ModelConfig, str
     return wanted, preset
 
 
+def _upgrades(source: ModelConfig, wanted: ModelConfig) -> bool:
+    """`wanted` is the source, or the source with the view turned on and/or facts read."""
+    same_rest = replace(source, mirror=wanted.mirror, features=wanted.features) == wanted
+    facts_ok = source.features in ((), wanted.features)
+    return same_rest and source.mirror <= wanted.mirror and facts_ok
+
+
+#: tensors a warm start may leave at their (zero) initial values: the facts' tables
+NEW_TABLES = ("square_fact_embed.weight", "move_fact_embed.weight")
+
+
 def load_weights(model: ActionValueModel, source: InitSource) -> None:
-    """Copy the source's weights into `model`; a missing or extra tensor is a clear error."""
+    """Copy the source's weights into `model`; a missing or extra tensor is a clear error
+    (the fact tables of an upgrade excepted, see init_model_config)."""
     try:
-        model.load_state_dict(source.weights)
+        missing, unexpected = model.load_state_dict(source.weights, strict=False)
     except RuntimeError as error:
         raise CommandError(
             f"--init {source.path}: weights do not fit its own config ({error})"
         ) from None
+    upgrade = set(source.config.features) != set(model.config.features)
+    wrong = [k for k in missing if not (upgrade and k in NEW_TABLES)] + list(unexpected)
+    if wrong:
+        raise CommandError(
+            f"--init {source.path}: weights do not fit its own config (missing or unexpected "
+            f"tensors {wrong[:5]})"
+        )
 
 
 def run_architecture(

@@ -1,0 +1,158 @@
+"""What a chess player sees at a glance, computed once per position for the network.
+
+Why: a transformer that reads only piece tokens must discover from samples which squares each
+piece attacks, whether a move checks, whether its destination is defended. On two CPU cores it
+never sees enough samples to learn that well (issue 18; docs/FORMAT.md §4, version 4). Handed
+these facts as inputs, the same network reached twice the dev puzzles in the same steps.
+They are hand-computed with python-chess here — the one place, for training and inference
+alike — and passed to the model as two extra ONNX inputs; the network only embeds them.
+
+Every fact is a small integer (a count clamped to ``size - 1``, a piece type, a flag) and is
+stated from the side to move: "own" is the mover, "enemy" the opponent. Square facts are
+indexed by the real square (a1 = 0 … h8 = 63); a model with the side-to-move view turns them
+over with the board (engine/mirror.py), and because they are already relative to the mover
+no channel changes meaning. Move facts are about one move and do not depend on the view.
+
+The channel order below is part of the model file format: append, never reorder. A model
+names the facts it reads in ``config.features``; the graph picks those channels, so a file
+keeps working when later versions append channels.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import chess
+import numpy as np
+
+from oneply.engine.tokenizer import SQUARE_TOKEN
+
+
+@dataclass(frozen=True)
+class Fact:
+    """One input channel: its name, how many values it takes (0 … size − 1) and its meaning."""
+
+    name: str
+    size: int
+    meaning: str
+
+
+#: per board square (input ``square_facts`` [B, 64, len(SQUARE_FACTS)])
+SQUARE_FACTS: tuple[Fact, ...] = (
+    Fact("own_attackers", 4, "pieces of the side to move that attack the square, up to 3"),
+    Fact("enemy_attackers", 4, "pieces of the opponent that attack the square, up to 3"),
+    Fact("pinned", 3, "0 no pin; 1 an own piece pinned to its king; 2 an enemy piece pinned"),
+)
+#: per candidate move (input ``move_facts`` [B, N, len(MOVE_FACTS)]); padded slots are 0
+MOVE_FACTS: tuple[Fact, ...] = (
+    Fact("captured", 6, "piece type taken: 0 none, 1 pawn (en passant too) … 5 queen"),
+    Fact("check", 2, "1 if the move gives check"),
+    Fact("dest_attackers", 4, "enemy pieces attacking the destination after the move, up to 3"),
+    Fact("dest_defenders", 4, "own pieces defending the destination after the move, up to 3"),
+)
+SQUARE_NAMES = tuple(f.name for f in SQUARE_FACTS)
+MOVE_NAMES = tuple(f.name for f in MOVE_FACTS)
+#: groups the sample-efficiency table switches on one at a time (training/ablation.py)
+GROUPS: dict[str, tuple[str, ...]] = {
+    "attacks": ("own_attackers", "enemy_attackers"),
+    "pins": ("pinned",),
+    "move_facts": MOVE_NAMES,
+}
+ALL_FACTS: tuple[str, ...] = SQUARE_NAMES + MOVE_NAMES
+
+#: board token i (0 … 63, rank 8 first) shows this square: square facts in token order
+TOKEN_SQUARE = np.argsort(SQUARE_TOKEN).astype(np.int64)
+_BIT_OF_SQUARE = np.arange(64, dtype=np.uint64)
+
+
+class FeatureError(ValueError):
+    """A model config that names a fact this oneply does not compute."""
+
+
+def check_names(names: Sequence[str]) -> tuple[str, ...]:
+    """The names as a tuple, in declaration order; unknown names are an error."""
+    unknown = sorted(set(names) - set(ALL_FACTS))
+    if unknown:
+        raise FeatureError(
+            f"unknown input features {unknown}; this oneply computes {list(ALL_FACTS)}. "
+            "Upgrade oneply to read this model."
+        )
+    return tuple(name for name in ALL_FACTS if name in set(names))
+
+
+def channels(names: Sequence[str], declared: Sequence[Fact]) -> list[int]:
+    """Indices of `names` among the declared channels (the graph picks these)."""
+    order = [f.name for f in declared]
+    return [order.index(n) for n in check_names(names) if n in order]
+
+
+def table_offsets(names: Sequence[str], declared: Sequence[Fact]) -> tuple[np.ndarray, int]:
+    """Row offset of each picked channel in its embedding table, and the table's rows.
+
+    One table per kind serves all its channels: channel c's value v is row offset[c] + v.
+    """
+    sizes = [declared[i].size for i in channels(names, declared)]
+    offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
+    return offsets, int(sum(sizes))
+
+
+def _count_attacks(board: chess.Board, color: chess.Color) -> np.ndarray:
+    """Per square, how many pieces of `color` attack it (python-chess attack rules)."""
+    masks = [board.attacks_mask(square) for square in chess.SquareSet(board.occupied_co[color])]
+    if not masks:
+        return np.zeros(64, dtype=np.int64)
+    bits = (np.array(masks, dtype=np.uint64)[:, None] >> _BIT_OF_SQUARE) & np.uint64(1)
+    return bits.sum(axis=0).astype(np.int64)
+
+
+def square_facts(board: chess.Board) -> np.ndarray:
+    """uint8 [64, len(SQUARE_FACTS)] for the real squares, from the side to move."""
+    us, them = board.turn, not board.turn
+    out = np.zeros((64, len(SQUARE_FACTS)), dtype=np.uint8)
+    out[:, 0] = np.minimum(_count_attacks(board, us), 3)
+    out[:, 1] = np.minimum(_count_attacks(board, them), 3)
+    for color, flag in ((us, 1), (them, 2)):
+        for square in chess.SquareSet(board.occupied_co[color]):
+            if board.is_pinned(color, square):
+                out[square, 2] = flag
+    return out
+
+
+def _captured(board: chess.Board, move: chess.Move) -> int:
+    if board.is_en_passant(move):
+        return chess.PAWN
+    return board.piece_type_at(move.to_square) or 0
+
+
+def move_facts(board: chess.Board, moves: Sequence[chess.Move]) -> np.ndarray:
+    """uint8 [len(moves), len(MOVE_FACTS)]: what each move takes, whether it checks, and who
+    attacks and defends its destination once it is played (the moved piece not counted as its
+    own defender; a piece behind it on the line counts, as it would in an exchange)."""
+    out = np.zeros((len(moves), len(MOVE_FACTS)), dtype=np.uint8)
+    us = board.turn
+    for row, move in enumerate(moves):
+        captured = _captured(board, move)
+        board.push(move)
+        try:
+            to = move.to_square
+            out[row] = (
+                captured,
+                board.is_check(),
+                min(3, chess.popcount(board.attackers_mask(not us, to))),
+                min(3, chess.popcount(board.attackers_mask(us, to))),
+            )
+        finally:
+            board.pop()
+    return out
+
+
+def encode_facts(
+    boards: Sequence[chess.Board], moves: Sequence[Sequence[chess.Move]], width: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """The two feature inputs of a batch: int64 [B, 64, S] and [B, width, M] (padding 0)."""
+    squares = np.stack([square_facts(board) for board in boards]).astype(np.int64)
+    per_move = np.zeros((len(boards), width, len(MOVE_FACTS)), dtype=np.int64)
+    for row, (board, legal) in enumerate(zip(boards, moves, strict=True)):
+        per_move[row, : len(legal)] = move_facts(board, legal)
+    return squares, per_move

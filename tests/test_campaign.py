@@ -1,0 +1,84 @@
+"""`oneply train campaign`: the session's commands, the labelling CPU that generate records,
+the ledger's arithmetic, and a real save after a short real run."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import pytest
+
+from oneply.engine.errors import CommandError
+from oneply.engine.inference import Scorer
+
+torch = pytest.importorskip("torch")
+
+from oneply.engine.features import ALL_FACTS  # noqa: E402
+from oneply.training import campaign, fit  # noqa: E402
+from tests.test_fit import config, make_shard  # noqa: E402
+from tests.test_generate import _run  # noqa: E402
+
+
+def _args(*argv: str) -> argparse.Namespace:
+    parser = argparse.ArgumentParser()
+    campaign.add_arguments(parser)
+    return parser.parse_args(list(argv))
+
+
+def test_start_resumes_from_the_committed_weights_else_the_bundled_model(tmp_path: Path) -> None:
+    ledger = tmp_path / "ledger"
+    args = _args("start", "--ledger", str(ledger), "--seed", "7", "--depth", "3")
+    commands = campaign.start_commands(args)
+    fit_command, generate = commands["fit"], commands["generate"]
+    assert fit_command[fit_command.index("--init") + 1] == str(campaign.BUNDLED)
+    assert "--follow" in fit_command and fit_command[fit_command.index("--preset") + 1] == "small"
+    assert generate[generate.index("--depth") + 1] == "3" and "--seed" in generate
+    assert generate[generate.index("--workers") + 1] == "1"  # one core labels, one trains
+    ledger.mkdir()
+    (ledger / campaign.LATEST).write_bytes(b"weights")
+    fit_command = campaign.start_commands(args)["fit"]
+    assert fit_command[fit_command.index("--init") + 1] == str(ledger / campaign.LATEST)
+
+
+def test_generate_records_the_labelling_cpu_of_every_shard(tmp_path: Path) -> None:
+    out = tmp_path / "gen"
+    _run(out, 60)
+    totals = campaign.label_totals(out)
+    assert totals["positions"] >= 60 and totals["timed_positions"] == totals["positions"]
+    assert totals["seconds"] > 0 and totals["depths"] == {1}
+
+
+def test_ledger_rows_replace_their_session_and_hours_accumulate() -> None:
+    ledger = campaign.update_ledger([], {"session": "a", "train_seconds": 3600, "label_seconds": 0})
+    ledger = campaign.update_ledger(ledger, {"session": "b", "train_seconds": 1800})
+    ledger = campaign.update_ledger(
+        ledger, {"session": "b", "train_seconds": 7200, "label_seconds": 1800}
+    )
+    assert [r["session"] for r in ledger] == ["a", "b"]
+    points = campaign.cumulative(ledger)
+    assert [p["train_h"] for p in points] == [1.0, 3.0]
+    assert [p["total_h"] for p in points] == [1.0, 3.5]
+
+
+def test_save_exports_the_run_and_writes_the_ledger_and_curve(tmp_path: Path) -> None:
+    data = make_shard(tmp_path / "data", 40)
+    out = tmp_path / "run"
+    fit.train(config(data, out, steps=4, eval_every=2, preset="tiny"), quiet=True)
+    ledger = tmp_path / "ledger"
+    argv = ["save", "--data", str(data), "--out", str(out), "--ledger", str(ledger)]
+    with pytest.raises(CommandError, match="--label-seconds"):  # a v1 shard has no timing
+        campaign.run(_args(*argv, "--session", "s1"))
+    assert campaign.run(_args(*argv, "--session", "s1", "--label-seconds", "90")) == 0
+    scorer = Scorer(ledger / campaign.LATEST, threads=1)
+    assert scorer.info.features == ALL_FACTS and scorer.info.trained
+    rows = json.loads((ledger / campaign.LEDGER).read_text())
+    assert len(rows) == 1 and rows[0]["steps"] == 4 and rows[0]["positions_seen"] == 4 * 16
+    assert rows[0]["label_seconds"] == 90 and rows[0]["label_positions"] == 40
+    assert rows[0]["val_loss"] is not None
+    assert (ledger / campaign.PLOT).stat().st_size > 10_000
+    assert campaign.run(_args(*argv, "--session", "s2", "--label-seconds", "10")) == 0
+    assert [r["session"] for r in json.loads((ledger / campaign.LEDGER).read_text())] == [
+        "s1",
+        "s2",
+    ]

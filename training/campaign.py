@@ -1,0 +1,230 @@
+"""`oneply train campaign`: the training that never stops, across sessions and machines.
+
+Why: strength on two CPU cores comes from CPU-hours, and a session lasts a few hours on a
+machine that the next session may not have. So every session starts (or resumes) one run:
+Stockfish labels fresh positions on one core (`train generate`) while the trainer follows them
+on the other (`train fit --follow`), warm-started from the campaign's latest weights. At the
+end of the session `save` exports those weights over one committed file and adds the
+session's row to the ledger: positions labelled and trained on, labelling and training
+CPU-seconds, and what the model measured then. The ledger's plot is the campaign's
+strength-against-CPU-hours curve (labelling and training apart), so anyone can read what the
+next hours would buy. The bundled default model changes only when the strength suite says a
+campaign model is stronger (README "Training that accumulates").
+
+    oneply train campaign start            # two background processes, logs in runs/campaign/
+    oneply train campaign save             # models/campaign/: latest.onnx, ledger.json, PNG
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from oneply.engine.errors import CommandError
+from oneply.engine.model_file import REPO_ROOT
+
+LEDGER_DIR = REPO_ROOT / "models" / "campaign"
+LATEST = "latest.onnx"
+LEDGER = "ledger.json"
+PLOT = "campaign.png"
+BUNDLED = REPO_ROOT / "models" / "oneply-small.onnx"
+
+
+def _launch(command: list[str], log: Path) -> int:
+    """A background process that outlives this command (its own session), output in `log`."""
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with log.open("ab") as sink:
+        process = subprocess.Popen(
+            command, stdout=sink, stderr=subprocess.STDOUT, start_new_session=True
+        )
+    return process.pid
+
+
+def start_commands(args: argparse.Namespace) -> dict[str, list[str]]:
+    """The generate and fit command lines of a session (what `start` launches)."""
+    oneply = [sys.executable, "-m", "oneply.engine"]
+    ledger = Path(args.ledger)
+    init = ledger / LATEST if (ledger / LATEST).is_file() else BUNDLED
+    seed = args.seed if args.seed is not None else int(datetime.date.today().strftime("%Y%m%d"))
+    generate = oneply + ["train", "generate", "--out", args.data, "--count", str(args.count)]
+    generate += ["--depth", str(args.depth), "--workers", "1", "--seed", str(seed)]
+    generate += ["--bench-sample", "0"]
+    fit = oneply + ["train", "fit", args.data, "--follow", "--out", args.out, "--preset", "small"]
+    fit += ["--init", str(init), "--steps", str(args.steps), "--batch", str(args.batch)]
+    fit += ["--lr", str(args.lr), "--warmup", "100", "--threads", "1", "--eval-every", "500"]
+    fit += ["--checkpoint-every", "200", "--quiet"]
+    return {"generate": generate, "fit": fit}
+
+
+def start(args: argparse.Namespace) -> int:
+    out = Path(args.out)
+    if (out / "checkpoint.pt").exists():
+        print(f"{out}/checkpoint.pt exists: the fit resumes it (its weights win over --init)")
+    commands = start_commands(args)
+    pids = {}
+    for name, command in commands.items():
+        if name == "generate" and args.no_generate:
+            continue
+        pids[name] = _launch(command, out.parent / f"{out.name}-{name}.log")
+        print(f"{name}: pid {pids[name]}, log {out.parent / f'{out.name}-{name}.log'}")
+        print("  " + " ".join(command[2:]))
+    print(f"at the end of the session: oneply train campaign save --out {out}")
+    return 0
+
+
+# --------------------------------------------------------------------------- save
+
+
+def label_totals(data: Path) -> dict[str, Any]:
+    """Positions labelled in a generate directory, and their CPU-seconds where shards say."""
+    positions, seconds, timed = 0, 0.0, 0
+    depths = set()
+    for meta_path in sorted(data.glob("*/meta.json")):
+        meta = json.loads(meta_path.read_text())
+        positions += int(meta.get("count", 0))
+        if "worker_seconds" in meta:
+            seconds += float(meta["worker_seconds"])
+            timed += int(meta.get("count", 0))
+        depths.add(meta.get("settings", {}).get("game", {}).get("depth"))
+    return {"positions": positions, "seconds": seconds, "timed_positions": timed, "depths": depths}
+
+
+def session_row(args: argparse.Namespace) -> dict[str, Any]:
+    """This session's ledger row, read from its run and data directories."""
+    import torch
+
+    checkpoint_path = Path(args.out) / "checkpoint.pt"
+    if not checkpoint_path.is_file():
+        raise CommandError(f"no {checkpoint_path}: start the campaign first (campaign start)")
+    checkpoint = torch.load(checkpoint_path, map_location="cpu", weights_only=False)
+    summary, metrics = checkpoint.get("summary", {}), checkpoint.get("metrics", {})
+    labels = label_totals(Path(args.data))
+    label_seconds = labels["seconds"]
+    if args.label_seconds is not None:  # shards written before generate timed them
+        label_seconds = args.label_seconds
+    elif labels["timed_positions"] < labels["positions"]:
+        raise CommandError(
+            f"{labels['positions'] - labels['timed_positions']} positions in {args.data} have "
+            "no worker_seconds (written by an older generate): pass --label-seconds"
+        )
+    return {
+        "session": args.session,
+        "init": summary.get("init"),
+        "steps": checkpoint["step"],
+        "positions_seen": checkpoint["step"] * summary.get("batch", 0),
+        "train_seconds": summary.get("train_seconds", 0.0),
+        "label_positions": labels["positions"],
+        "label_depth": sorted(d for d in labels["depths"] if d is not None),
+        "label_seconds": round(label_seconds, 1),
+        "val_loss": metrics.get("val_loss"),
+        "val_accuracy": metrics.get("val_accuracy"),
+        "puzzle_check": metrics.get("puzzle_accuracy"),
+    }
+
+
+def update_ledger(ledger: list[dict], row: dict) -> list[dict]:
+    """The ledger with `row` replacing the same session's earlier row, else appended."""
+    return [r for r in ledger if r.get("session") != row["session"]] + [row]
+
+
+def cumulative(ledger: list[dict]) -> list[dict]:
+    """Per row, the campaign's CPU-hours so far: training, labelling and both."""
+    train = label = 0.0
+    points = []
+    for row in ledger:
+        train += (row.get("train_seconds") or 0.0) / 3600
+        label += (row.get("label_seconds") or 0.0) / 3600
+        points.append({**row, "train_h": train, "label_h": label, "total_h": train + label})
+    return points
+
+
+def plot(ledger: list[dict], path: Path) -> None:
+    """Puzzle check and validation loss against cumulative CPU-hours (PNG)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    points = cumulative(ledger)
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
+    for ax, key, title in (
+        (axes[0], "puzzle_check", "dev-puzzle check (argmax, 200 evenly spaced)"),
+        (axes[1], "val_loss", "validation loss (nats)"),
+    ):
+        for hours, style in (("train_h", "o-"), ("total_h", "s--")):
+            shown = [p for p in points if p.get(key) is not None]
+            label = "training CPU-h" if hours == "train_h" else "training + labelling CPU-h"
+            ax.plot([p[hours] for p in shown], [p[key] for p in shown], style, label=label)
+        ax.set_title(title)
+        ax.set_xlabel("cumulative CPU core-hours")
+        ax.grid(alpha=0.3)
+        ax.legend()
+    fig.suptitle("oneply training campaign: strength against CPU-hours")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def save(args: argparse.Namespace) -> int:
+    from oneply.training.export import export_model, load_checkpoint_model
+
+    ledger_dir = Path(args.ledger)
+    ledger_dir.mkdir(parents=True, exist_ok=True)
+    row = session_row(args)
+    model, checkpoint = load_checkpoint_model(Path(args.out) / "checkpoint.pt")
+    export_model(
+        model,
+        ledger_dir / LATEST,
+        preset=checkpoint.get("preset", "small"),
+        training=checkpoint.get("summary", {}),
+    )
+    path = ledger_dir / LEDGER
+    ledger = json.loads(path.read_text()) if path.exists() else []
+    ledger = update_ledger(ledger, row)
+    path.write_text(json.dumps(ledger, indent=1) + "\n")
+    plot(ledger, ledger_dir / PLOT)
+    for point in cumulative(ledger):
+        print(
+            f"{point['session']:<14} steps {point['steps']:>6}  seen {point['positions_seen']:>9,}"
+            f"  train {point['train_h']:6.2f} h  label {point['label_h']:6.2f} h  "
+            f"val {point['val_loss'] or float('nan'):.3f}  "
+            f"puzzles {point['puzzle_check'] if point['puzzle_check'] is not None else '–'}"
+        )
+    print(f"wrote {ledger_dir / LATEST}, {path}, {ledger_dir / PLOT}")
+    return 0
+
+
+# --------------------------------------------------------------------------- CLI
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("action", choices=("start", "save"))
+    parser.add_argument("--data", default="data/campaign", help="generate directory (fresh)")
+    parser.add_argument("--out", default="runs/campaign", help="the fit run's directory")
+    parser.add_argument(
+        "--ledger", default=str(LEDGER_DIR), help="committed weights, ledger and curve"
+    )
+    parser.add_argument("--count", type=int, default=3_000_000, help="positions to label")
+    parser.add_argument("--depth", type=int, default=2, help="Stockfish depth of the labels")
+    parser.add_argument("--seed", type=int, help="generate seed (default: today's date)")
+    parser.add_argument("--steps", type=int, default=30_000)
+    parser.add_argument("--batch", type=int, default=128)
+    parser.add_argument("--lr", type=float, default=8e-4)
+    parser.add_argument("--no-generate", action="store_true", help="start only the trainer")
+    parser.add_argument(
+        "--session", default=datetime.date.today().isoformat(), help="ledger row name"
+    )
+    parser.add_argument(
+        "--label-seconds",
+        type=float,
+        help="labelling CPU-seconds, for shards written before generate recorded them",
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    return start(args) if args.action == "start" else save(args)
