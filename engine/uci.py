@@ -9,63 +9,27 @@ Bad input never changes the position or kills the engine: it gets `info string e
 from __future__ import annotations
 
 import argparse
-import math
 import os
 import sys
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import TextIO
 
 import chess
 
 from oneply.engine import __version__
-from oneply.engine.clock import MIN_THINK_MS, think_budget_ms
 from oneply.engine.fallback import Fallback
 from oneply.engine.inference import MoveScore, Scorer
 from oneply.engine.model_file import BUNDLED_MODEL, ENV_VAR, ModelFileError
 from oneply.engine.policy import Decision, MovePolicy
 from oneply.engine.policy_config import BY_UCI, PolicyOptionError, UciValue
 from oneply.engine.stockfish import find_stockfish
+from oneply.engine.uci_input import MAX_QUOTE, GoLimits, Option, UciError, clip
 from oneply.engine.values import wdl_permille, win_to_cp
 
 ENGINE_NAME = f"oneply {__version__}"
 DEFAULT_THREADS = min(os.cpu_count() or 1, 8)
-
-
-class UciError(ValueError):
-    """A malformed or impossible command; reported as `info string error: …`."""
-
-
-#: error and warning lines quote at most this many characters of the input
-MAX_QUOTE = 80
-#: the largest number of milliseconds (or nodes) a `go` value is read as (about 31 years)
-MAX_GO_VALUE = 10**12
-
-
-def clip(text: str, limit: int = MAX_QUOTE) -> str:
-    """`text` cut to `limit` characters, saying how much was cut: a 1 MB bad FEN must not
-    come back as a 2 MB `info string`."""
-    if len(text) <= limit:
-        return text
-    return f"{text[:limit]}… ({len(text) - limit} more characters)"
-
-
-def parse_number(raw: str) -> int | None:
-    """A `go` value as an int (`1000`, `1e3`, `1000.5`, a 5,000-digit number clamped), or
-    None when it is not a finite number."""
-    if raw.lstrip("+-").isdigit() and raw.isascii():
-        if len(raw.lstrip("+-")) > 15:  # int() refuses > 4300 digits; clamp long ones here
-            return -MAX_GO_VALUE if raw.startswith("-") else MAX_GO_VALUE
-        return max(-MAX_GO_VALUE, min(MAX_GO_VALUE, int(raw)))
-    try:
-        value = float(raw)
-    except ValueError:
-        return None
-    if not math.isfinite(value):
-        return None
-    return int(max(-MAX_GO_VALUE, min(MAX_GO_VALUE, value)))
 
 
 def default_model_name() -> str:
@@ -76,6 +40,10 @@ def default_model_name() -> str:
 
 def load_model(name: str, threads: int) -> Scorer:
     """A Scorer for ModelFile `name`; every failure becomes one clear ModelFileError."""
+    if name and os.path.isdir(os.path.expanduser(name)):
+        raise ModelFileError(
+            f"ModelFile {clip(repr(name))} is a directory; pass a oneply .onnx file in it"
+        )
     try:
         return Scorer(name or None, threads=threads)
     except ModelFileError:
@@ -85,118 +53,6 @@ def load_model(name: str, threads: int) -> Scorer:
             f"cannot load ModelFile {clip(repr(name))}: {type(error).__name__}: "
             f"{clip(str(error))}. Pass an existing oneply .onnx file."
         ) from None
-
-
-@dataclass
-class Option:
-    """A UCI option as announced by `uci` and changed by `setoption`."""
-
-    name: str
-    type: str  # check | spin | string | button
-    default: UciValue
-    min: int | None = None
-    max: int | None = None
-    value: UciValue = field(init=False)
-
-    def __post_init__(self) -> None:
-        self.value = self.default
-
-    def announce(self) -> str:
-        text = f"option name {self.name} type {self.type}"
-        if self.type == "check":
-            text += f" default {'true' if self.default else 'false'}"
-        elif self.type in ("spin", "string"):
-            text += f" default {self.default if self.default != '' else '<empty>'}"
-        if self.type == "spin":
-            text += f" min {self.min} max {self.max}"
-        return text
-
-    def parse(self, raw: str) -> UciValue:
-        if self.type == "check":
-            if raw.lower() not in ("true", "false"):
-                raise UciError(f"option {self.name} takes true or false, not {raw!r}")
-            return raw.lower() == "true"
-        if self.type == "spin":
-            try:
-                number = int(raw)
-            except ValueError:
-                raise UciError(f"option {self.name} takes an integer, not {raw!r}") from None
-            if (self.min is not None and number < self.min) or (
-                self.max is not None and number > self.max
-            ):
-                raise UciError(f"option {self.name} must be in [{self.min}, {self.max}]")
-            return number
-        return "" if raw == "<empty>" else raw
-
-
-@dataclass
-class GoLimits:
-    """The parameters of one `go` command."""
-
-    wtime: int | None = None
-    btime: int | None = None
-    winc: int = 0
-    binc: int = 0
-    movestogo: int | None = None
-    movetime: int | None = None
-    depth: int | None = None
-    nodes: int | None = None
-    infinite: bool = False
-    ponder: bool = False
-    searchmoves: list[str] = field(default_factory=list)
-
-    INT_FIELDS = ("wtime", "btime", "winc", "binc", "movestogo", "movetime", "depth", "nodes")
-    FLAGS = ("infinite", "ponder")
-    KEYWORDS = (*INT_FIELDS, *FLAGS, "mate", "searchmoves")
-
-    @classmethod
-    def parse(cls, tokens: list[str]) -> tuple[GoLimits, list[str]]:
-        """The limits that can be read, and a note for each token that could not.
-
-        UCI says unknown tokens are ignored, and a GUI waits for `bestmove` whatever it sent:
-        so nothing here raises. A keyword with a missing or non-numeric value is dropped;
-        numbers like `1e3` or `1000.5` are read as whole milliseconds.
-        """
-        limits, notes = cls(), []
-        i = 0
-        while i < len(tokens):
-            word = tokens[i]
-            if word in cls.FLAGS:
-                setattr(limits, word, True)
-            elif word == "searchmoves":
-                limits.searchmoves = tokens[i + 1 :]
-                break
-            elif word in cls.INT_FIELDS or word == "mate":
-                raw = tokens[i + 1] if i + 1 < len(tokens) else None
-                value = None if raw is None else parse_number(raw)
-                if value is None:
-                    shown = "nothing" if raw is None else clip(repr(raw), 40)
-                    notes.append(f"go {word} needs a number, got {shown}: ignored")
-                    if raw is not None and raw not in cls.KEYWORDS:
-                        i += 1  # a bad value, not the next keyword: skip it too
-                else:
-                    if word != "mate":
-                        setattr(limits, word, value)
-                    i += 1
-            else:
-                notes.append(f"unknown go parameter {clip(repr(word), 40)}: ignored")
-            i += 1
-        return limits, notes
-
-    def budget_ms(self, turn: chess.Color, overhead_ms: float) -> float | None:
-        """Time this move may use (engine/clock.py's budget, or movetime minus the overhead),
-        or None when nothing limits it."""
-        if self.infinite:
-            return None
-        if self.movetime is not None:
-            return max(self.movetime - overhead_ms, MIN_THINK_MS)
-        white = turn == chess.WHITE
-        return think_budget_ms(
-            self.wtime if white else self.btime,
-            self.winc if white else self.binc,
-            self.movestogo,
-            overhead_ms,
-        )
 
 
 class UciEngine:
@@ -325,8 +181,15 @@ class UciEngine:
             if option.name == "StockfishPath":
                 self.fallback.close()
                 self.fallback = Fallback(find_stockfish(self.policy.config.stockfish_path))
-        else:  # ModelFile and Threads: load_scorer (isready, go) loads or keeps the old model
-            option.value = option.parse(raw)
+        else:  # ModelFile and Threads: the model is reloaded now, never inside a timed `go`
+            value = option.parse(raw)
+            if value == option.value and self.scorer is not None:
+                return
+            option.value = value
+            try:
+                self.load_scorer()
+            except ModelFileError as error:  # the previous model (if any) stays in use
+                raise UciError(str(error)) from None
 
     def cmd_position(self, args: list[str]) -> None:
         """`position startpos|fen <FEN> [moves …]`; the position changes only when valid."""
@@ -446,13 +309,17 @@ class UciEngine:
         return move.uci()
 
     def _decide(self, board: chess.Board, limits: GoLimits, start: float) -> str:
-        if board.is_game_over():
+        if not any(board.legal_moves):  # checkmate or stalemate: the only answer is null
             self.send("info depth 0 score " + ("mate 0" if board.is_checkmate() else "cp 0"))
             return "0000"
+        outcome = board.outcome()  # fivefold, 75 moves, dead material: drawn, yet moves exist
+        if outcome is not None:
+            reason = outcome.termination.name.lower().replace("_", " ")
+            self.send(f"info string the game is already drawn ({reason}); playing a legal move")
         scores = self.load_scorer().score(board)
         if limits.searchmoves:
-            allowed = set(limits.searchmoves)
-            scores = [s for s in scores if s.move.uci() in allowed] or scores
+            allowed = self._searchmoves(board, limits.searchmoves)
+            scores = [s for s in scores if s.move in allowed] or scores
         decision = self.policy.choose(board, scores, self._deadline(limits, board.turn, start))
         elapsed = int((time.monotonic() - start) * 1000)
         adjusted = list(decision.scores) or scores  # e.g. repetitions shown at 0.5
@@ -460,6 +327,26 @@ class UciEngine:
             self.send(line)
         self.send(f"info string rule {decision.rule}")
         return decision.move.uci()
+
+    def _searchmoves(self, board: chess.Board, moves: list[str]) -> set[chess.Move]:
+        """The legal moves among `go searchmoves …`; each one that is not legal here is
+        reported, and with none legal every move is considered (a `bestmove` is owed)."""
+        allowed = set()
+        for text in moves:
+            try:
+                move = chess.Move.from_uci(text)
+            except ValueError:
+                move = None
+            if move is not None and board.is_legal(move):
+                allowed.add(move)
+            else:
+                self.send(
+                    f"info string warning: searchmoves {clip(text, 40)} is not a legal "
+                    "move here: ignored"
+                )
+        if not allowed:
+            self.send("info string warning: no legal move in searchmoves: considering all moves")
+        return allowed
 
     def _info_lines(
         self, board: chess.Board, decision: Decision, scores: list[MoveScore], elapsed: int

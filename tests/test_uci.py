@@ -20,9 +20,9 @@ UCI_CMD = [*ENGINE_CMD, "uci"]
 class RawEngine:
     """`oneply uci` over raw pipes, with a reader thread so reads can time out."""
 
-    def __init__(self, *args: str):
+    def __init__(self, *args: str, command: list[str] | None = None):
         self.proc = subprocess.Popen(
-            [*UCI_CMD, *args],
+            [*(command or UCI_CMD), *args],
             cwd=REPO,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
