@@ -88,6 +88,17 @@ class OpponentResult:
         }
 
 
+def portable_path(path: str | Path) -> str:
+    """`path` as a results file records it: relative to the oneply package (its own data) or
+    to the working directory when it lies inside either, else as given. Results files are
+    shipped and compared across machines; `/work/main/arena/data/…` means nothing elsewhere."""
+    resolved = Path(path).resolve()
+    for base in (Path(__file__).resolve().parent.parent, Path.cwd().resolve()):
+        if resolved.is_relative_to(base):
+            return str(resolved.relative_to(base))
+    return str(path)
+
+
 @dataclass
 class SuiteResult:
     """Everything one model's suite run measured."""
@@ -101,7 +112,7 @@ class SuiteResult:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "model": self.model,
+            "model": portable_path(self.model),
             "rating": self.rating.to_dict() if self.rating else None,
             "opponents": [o.to_dict() for o in self.opponents],
             "puzzles": self.puzzles,
@@ -193,7 +204,7 @@ def solve_dev_puzzles(
     finally:
         policy.close()
     return {
-        "file": str(path),
+        "file": portable_path(path),
         "argmax": puzzle_report(puzzles, argmax),
         "policy": puzzle_report(puzzles, full),
     }

@@ -29,7 +29,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "import DeepMind's searchless_chess checkpoints (9M/136M/270M) as model files",
     ),
     "eval": ("oneply.training.evaluate", "evaluate a model: action accuracy, Kendall tau, puzzles"),
-    "train": ("oneply.training.cli", "training: generate, inspect, positions, annotate, fit, all"),
+    "train": (
+        "oneply.training.cli",
+        "training: generate, inspect, positions, annotate, fit, curve, ablate, campaign, all",
+    ),
     "match": ("oneply.arena.match", "play a match between two UCI engines, with Elo"),
     "ladder": ("oneply.arena.ladder", "rate a model against Stockfish UCI_Elo levels"),
     "strength": ("oneply.arena.strength", "strength suite: puzzles, games vs anchors, one rating"),

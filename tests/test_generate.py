@@ -272,3 +272,32 @@ def test_unreadable_book_or_eco_file_is_a_clear_error(tmp_path: Path, capsys) ->
     assert generate.run(_args("--out", str(out), "--count", "5", *FAST, "--book", str(book))) == 0
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["settings"]["books"] == [str(book)]  # a book given replaces the defaults
+
+
+def test_next_run_removes_what_killed_runs_left_and_keeps_live_writers_work(tmp_path: Path) -> None:
+    out = tmp_path / "d"
+    out.mkdir()
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    left = [
+        out / f".gen-0of1-000000000.tmp-{dead.pid}",  # a shard being filled
+        out / f".gen-0of1-000000030.old-{dead.pid}",  # a shard being replaced
+    ]
+    for folder in left:
+        folder.mkdir()
+        (folder / "states.npy").write_bytes(b"partial")
+    manifest = out / f".manifest.json.tmp-{dead.pid}"
+    manifest.write_text("{")
+    live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    try:
+        busy = out / f".gen-1of2-000000000.tmp-{live.pid}"  # another shard's writer, running
+        busy.mkdir()
+        unrelated = out / ".notes-1"
+        unrelated.write_text("mine")
+        _run(out, 30)
+        assert not any(p.exists() for p in [*left, manifest])
+        assert busy.is_dir() and unrelated.read_text() == "mine"
+        assert len(_contents(out)) == 30
+    finally:
+        live.kill()
+        live.wait()

@@ -31,6 +31,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import zipfile
 from collections.abc import Iterator, Sequence
@@ -205,6 +206,41 @@ def write_compact_shard(
         return {"format": compact.FORMAT, "count": len(arrays["states"]), "sha256": digest}
 
     return _publish(Path(path), fill, len(arrays["values"]), meta)
+
+
+#: `_publish`'s and the manifests' hidden work folders/files: `.NAME.tmp-PID`, `.NAME.old-PID`
+_TEMPORARY = re.compile(r"\..+\.(?:tmp|old)-(\d+)")
+
+
+def remove_stale_temporaries(directory: Path) -> list[Path]:
+    """Remove the hidden `.NAME.tmp-PID` / `.NAME.old-PID` entries a killed writer left in
+    `directory`, and return them. Only those whose process is gone: a live PID's entries are
+    another writer's work in progress (`generate --shard K/N` runs one process per shard on
+    the same folder), and nothing else ever names them, so without this they stay forever."""
+    removed = []
+    for entry in sorted(directory.glob(".*-*")):
+        match = _TEMPORARY.fullmatch(entry.name)
+        if match is None or _process_alive(int(match.group(1))):
+            continue
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry, ignore_errors=True)
+        else:
+            entry.unlink(missing_ok=True)
+        removed.append(entry)
+    return removed
+
+
+def _process_alive(pid: int) -> bool:
+    """Whether process `pid` exists (signal 0 only checks; it delivers nothing)."""
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError):
+        return True  # someone else's process, or not a PID: leave it
+    return True
 
 
 def _publish(path: Path, fill, action_values: int, meta: dict | None) -> dict:

@@ -49,6 +49,7 @@ from oneply.training.dataset import (
     Shard,
     find_shards,
     puzzle_keys,
+    remove_stale_temporaries,
     write_compact_shard,
 )
 from oneply.training.openings import (
@@ -220,6 +221,8 @@ def write_manifest(out: Path, manifest: dict) -> None:
 def run_generate(args: argparse.Namespace) -> dict:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
+    for stale in remove_stale_temporaries(out):
+        print(f"removed {stale.name}: left by an interrupted run", file=sys.stderr)
     settings = game_settings(args)
     k, n = args.shard
     # the inputs are checked before anything is written: a failed start must not leave a
