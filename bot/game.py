@@ -23,6 +23,7 @@ from berserk.exceptions import ResponseError
 
 from oneply.bot.batcher import InferenceBatcher
 from oneply.bot.config import BotConfig
+from oneply.bot.config_checks import MAX_CHAT
 from oneply.bot.lichess import Lichess, RateLimited, is_transient, status_of
 from oneply.engine.clock import MAX_THINK_MS, think_budget_ms
 from oneply.engine.fallback import Fallback
@@ -297,7 +298,8 @@ class Game:
             if not text:
                 continue
             try:
-                self.s.lichess.chat(self.id, text.format(**names), spectator=spectator)
+                line = text.format(**names)[:MAX_CHAT]  # long names must not break the limit
+                self.s.lichess.chat(self.id, line, spectator=spectator)
             except Exception as error:  # chat is courtesy; never let it stop the game
                 log.warning("event=chat_failed game=%s error=%r", self.id, error)
 
