@@ -101,8 +101,12 @@ def _type_name(hint: Any) -> str:
 def _shown(path: str, value: Any) -> str:
     """How a message shows the value at `path`: secrets only by their type."""
     if path.rsplit(".", 1)[-1] in SECRET_KEYS:
-        return f"a {type(value).__name__} (not shown: it may be a secret)"
+        return f"{_article(type(value).__name__)} (not shown: it may be a secret)"
     return f"{quote(value)} ({type(value).__name__})"
+
+
+def _article(noun: str) -> str:
+    return f"{'an' if noun[:1] in 'aeiou' else 'a'} {noun}"
 
 
 def build(cls: type, data: Any, where: str, special: dict[type, Callable[[Any, str], Any]]) -> Any:
@@ -114,7 +118,8 @@ def build(cls: type, data: Any, where: str, special: dict[type, Callable[[Any, s
     if not isinstance(data, dict):
         what = "the file" if not where else f"config key {where!r}"
         raise ConfigError(
-            f"{what} must be a mapping of keys (key: value lines), got a {type(data).__name__}"
+            f"{what} must be a mapping of keys (key: value lines), got "
+            f"{_article(type(data).__name__)}"
         )
     hints = typing.get_type_hints(cls)
     fields = {f.name: f for f in dataclasses.fields(cls)}
