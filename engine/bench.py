@@ -64,13 +64,7 @@ def build_variants(model_path: Path, workdir: Path) -> dict[str, Path]:
         return paths
     config = json.loads(props["oneply.config"])
     per_move = build_model(
-        weights_of(proto),
-        "per_move",
-        config["heads"],
-        config["layers"],
-        {**props, "oneply.layout": "per_move"},
-        mirror=config.get("mirror", False),
-        features=config.get("features", ()),
+        weights_of(proto), "per_move", config, {**props, "oneply.layout": "per_move"}
     )
     paths = {"shared_fp32": model_path, "shared_int8": workdir / "int8.onnx"}
     quantize_int8(model_path, paths["shared_int8"])

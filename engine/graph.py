@@ -28,6 +28,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+from oneply.engine.architecture import check_weights, structure
 from oneply.engine.features import (
     MOVE_FACTS,
     SQUARE_FACTS,
@@ -82,23 +83,18 @@ class _Graph:
 
 
 class _Builder:
-    def __init__(
-        self,
-        weights: Mapping[str, np.ndarray],
-        heads: int,
-        num_layers: int,
-        features: Sequence[str] = (),
-    ):
+    def __init__(self, weights: Mapping[str, np.ndarray], config: Mapping[str, Any]):
         self.g = _Graph(weights)
-        self.features = tuple(features)
+        parts = structure(config)  # engine/architecture.py: which optional parts there are
+        self.features: tuple[str, ...] = parts["features"]
         #: [B, 1] bool "black to move" of the real position, set by mirror()
         self.black: str | None = None
-        self.heads = heads
-        self.layers = num_layers
+        self.heads = int(config["heads"])
+        self.layers = int(config["layers"])
         self.width = int(weights["bos"].shape[0])
-        self.head_dim = self.width // heads
-        self.move_features = "from_embed.weight" in weights
-        self.piece_features = "from_piece.weight" in weights
+        self.head_dim = self.width // self.heads
+        self.move_features = parts["move_features"]
+        self.piece_features = parts["piece_features"]
         self.scale = self.g.const(1.0 / math.sqrt(self.head_dim), np.float32)
 
     def layer_norm(self, x: str, name: str) -> str:
@@ -262,28 +258,28 @@ class _Builder:
 def build_model(
     weights: Mapping[str, np.ndarray],
     layout: str,
-    heads: int,
-    num_layers: int,
+    config: Mapping[str, Any],
     metadata: Mapping[str, str] | None = None,
-    mirror: bool = False,
-    features: Sequence[str] = (),
 ) -> onnx.ModelProto:
-    """The ONNX model for `layout` ('shared' or 'per_move') with the given weights.
+    """The ONNX model for `layout` ('shared' or 'per_move') of a model with this `config`
+    (ModelConfig fields) and these weights.
 
-    `mirror` (config ``mirror``) leaves no trace in the weights, so the caller says it; when the
-    metadata carries a config, the two must agree (a rebuilt graph that silently dropped the
-    flip would score every black move as if for the wrong colour).
+    The weights must be exactly those engine/architecture.py declares for the config. Some parts
+    leave no trace in the weights (the side-to-move flip, which fact channels are read), so when
+    the metadata carries a config it must describe the same structure: a rebuilt graph that
+    silently dropped the flip would score every black move as if for the wrong colour.
     """
     if layout not in LAYOUTS:
         raise ValueError(f"unknown layout {layout!r}; expected one of {LAYOUTS}")
-    recorded = json.loads((metadata or {}).get("oneply.config", "{}"))
-    if recorded.get("mirror", False) != mirror:
-        raise ValueError(f"build_model(mirror={mirror}) but the metadata config says {recorded}")
-    if sorted(recorded.get("features", [])) != sorted(features):
+    check_weights(config, {name: tuple(w.shape) for name, w in weights.items()})
+    recorded = json.loads((metadata or {}).get("oneply.config", "null"))
+    if recorded is not None and structure(recorded) != structure(config):
         raise ValueError(
-            f"build_model(features={features}) but the metadata config says {recorded}"
+            f"build_model for {structure(config)} but the metadata config says "
+            f"{structure(recorded)} (mirror and features must agree)"
         )
-    builder = _Builder(weights, heads, num_layers, features)
+    builder = _Builder(weights, config)
+    mirror = structure(config)["mirror"]
     inputs = builder.mirror("state", "moves") if mirror else ("state", "moves")
     output = getattr(builder, layout)(*inputs)
     builder.g.nodes.append(helper.make_node("Identity", [output], ["log_probs"]))

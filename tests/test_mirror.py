@@ -166,4 +166,4 @@ def test_bench_rebuilds_a_mirror_model_with_the_flip(tmp_path):
     props = {p.key: p.value for p in proto.metadata_props}
     assert json.loads(props["oneply.config"])["mirror"] is True
     with pytest.raises(ValueError, match="mirror"):
-        build_model(weights_of(proto), "per_move", MIRROR.heads, MIRROR.layers, props)
+        build_model(weights_of(proto), "per_move", PLAIN.to_dict(), props)

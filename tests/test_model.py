@@ -1,6 +1,7 @@
 """The transformer's two layouts, the ONNX contract and the Scorer."""
 
 import dataclasses
+import itertools
 import json
 
 import chess
@@ -8,6 +9,8 @@ import numpy as np
 import onnx
 import pytest
 
+from oneply.engine.architecture import FLAGS, check_weights, parameters
+from oneply.engine.features import ALL_FACTS
 from oneply.engine.inference import Scorer, encode_batch
 from oneply.engine.model_file import ModelFileError
 from oneply.engine.tokenizer import tokenize
@@ -66,22 +69,26 @@ def test_per_move_layout_lets_the_state_see_the_move():
     assert np.abs(shared - per_move).max() > 1e-2
 
 
-@pytest.mark.parametrize(
-    "features",
-    [
-        {"features": ()},
-        {"features": (), "move_features": False},
-        {"features": (), "piece_features": False},
-        {"features": (), "mirror": True},
-        {},
-        {"mirror": False},
-        {"features": ("pinned", "check")},
-    ],
-    ids=["features", "id-only", "squares-only", "mirror", "facts", "facts-no-mirror", "2-facts"],
-)
+def _variants() -> list:
+    """Every combination of the declared flags (engine/architecture.FLAGS): a new variant
+    declared there is covered here without another list."""
+    names = list(FLAGS)
+    combos = itertools.product(*(FLAGS[n] for n in names))
+    return [
+        pytest.param(
+            dict(zip(names, c, strict=True)),
+            id="-".join(f"{n}={v}" for n, v in zip(names, c, strict=True)),
+        )
+        for c in combos
+    ]
+
+
+@pytest.mark.parametrize("features", _variants())
 @pytest.mark.parametrize("layout", ["shared", "per_move"])
 def test_onnx_matches_pytorch(tmp_path, layout, features):
     torch.manual_seed(3)
+    if features["features"] is None:
+        features = {**features, "features": ALL_FACTS}
     config = dataclasses.replace(PRESETS["tiny"], **features)
     model = ActionValueModel(config).eval()
     randomise_fact_tables(model)
@@ -226,3 +233,26 @@ def test_export_cli_writes_metadata(tmp_path):
     info = Scorer(out).info
     assert not info.trained and info.preset == "tiny"
     assert json.loads(json.dumps(info.config))["layers"] == 2
+
+
+def test_the_declaration_is_what_both_sides_build(tmp_path) -> None:
+    """The torch model and the graph hold exactly the declared weights; the builder refuses a
+    missing, extra or misshapen tensor by name."""
+    from oneply.engine.graph import build_model, weights_of
+    from oneply.training.export import onnx_weights
+
+    model = ActionValueModel(PRESETS["tiny"])
+    declared = {p.name: p.shape for p in parameters(model.config.to_dict())}
+    weights = onnx_weights(model)
+    assert {n: w.shape for n, w in weights.items()} == declared
+    path = tmp_path / "m.onnx"
+    export_model(model, path, preset="tiny")
+    assert set(weights_of(onnx.load(str(path)))) == set(declared)
+    config = model.config.to_dict()
+    broken = {k: v for k, v in weights.items() if k != "head.bias"}
+    with pytest.raises(ValueError, match="missing head.bias"):
+        build_model(broken, "shared", config)
+    with pytest.raises(ValueError, match="unexpected extra"):
+        build_model({**weights, "extra": weights["bos"]}, "shared", config)
+    with pytest.raises(ValueError, match=r"bos: shape \(3,\)"):
+        check_weights(config, {**{n: w.shape for n, w in weights.items()}, "bos": (3,)})

@@ -390,11 +390,7 @@ def import_checkpoint(
         source=source,
     )
     proto = build_model(
-        oneply_weights(params, dm_size),
-        "per_move",
-        dm_size.heads,
-        dm_size.layers,
-        info.to_metadata(),
+        oneply_weights(params, dm_size), "per_move", info.config, info.to_metadata()
     )
     return save_model(proto, output, info, int8)
 

@@ -16,21 +16,16 @@ from pathlib import Path
 import numpy as np
 import onnx
 
+from oneply.engine.architecture import linear_names
 from oneply.engine.errors import CommandError
 from oneply.engine.graph import build_model, quantize_int8
 from oneply.engine.model_file import ModelInfo
 
 
-def _linear_weights(model) -> set[str]:
-    """Names of the Linear weights: torch stores them [out, in], the ONNX graph [in, out]."""
-    from torch import nn
-
-    return {f"{name}.weight" for name, m in model.named_modules() if isinstance(m, nn.Linear)}
-
-
 def onnx_weights(model) -> dict[str, np.ndarray]:
-    """A model's parameters under their ONNX names, Linear weights transposed to [in, out]."""
-    linear = _linear_weights(model)
+    """A model's parameters under their ONNX names, linear maps transposed to [in, out]
+    (which ones: engine/architecture.py)."""
+    linear = linear_names(model.config.to_dict())
     return {
         name: (t.T if name in linear else t).detach().float().cpu().numpy()
         for name, t in model.state_dict().items()
@@ -41,7 +36,7 @@ def torch_weights(model, weights: dict[str, np.ndarray]) -> dict:
     """The inverse of :func:`onnx_weights`: ONNX initializers → a state_dict for `model`."""
     import torch
 
-    linear = _linear_weights(model)
+    linear = linear_names(model.config.to_dict())
     return {
         name: torch.from_numpy(np.array(w.T if name in linear else w))  # owned, writable
         for name, w in weights.items()
@@ -71,15 +66,7 @@ def export_model(
         training=training or {},
         metrics=metrics or {},
     )
-    proto = build_model(
-        onnx_weights(model),
-        layout,
-        config.heads,
-        config.layers,
-        info.to_metadata(),
-        mirror=config.mirror,
-        features=config.features,
-    )
+    proto = build_model(onnx_weights(model), layout, config.to_dict(), info.to_metadata())
     return save_model(proto, path, info, int8)
 
 

@@ -48,6 +48,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from oneply.engine.architecture import SEQ_LENGTH, check_weights, linear_names
 from oneply.engine.features import (
     ALL_FACTS,
     MOVE_FACTS,
@@ -79,7 +80,6 @@ LAYOUTS = ("shared", "per_move")
 PREFIX = STATE_LENGTH + 1  # BOS + state tokens
 #: sequence position of the first board token (after BOS and the side-to-move token)
 BOARD_START = 1 + int(SQUARE_TOKEN.min())
-SEQ_LENGTH = PREFIX + 1  # ... + one move
 
 
 @dataclass(frozen=True)
@@ -250,6 +250,11 @@ class ActionValueModel(nn.Module):
             if name.endswith(("proj.weight", "w2.weight")):
                 nn.init.normal_(p, std=0.02 / math.sqrt(2 * config.layers))
         self._fact_tables(config)
+        linear = linear_names(config.to_dict())  # the one declaration (engine/architecture.py)
+        check_weights(
+            config.to_dict(),
+            {n: tuple(t.shape)[:: -1 if n in linear else 1] for n, t in self.state_dict().items()},
+        )
 
     def _fact_tables(self, config: ModelConfig) -> None:
         """One embedding table per kind of fact it reads, a block of rows per fact.

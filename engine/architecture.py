@@ -1,0 +1,122 @@
+"""The network's parameters, declared once: names, shapes, and which config flag adds which.
+
+Why: the architecture is built twice — in torch for training (training/model.py) and as an
+ONNX graph for inference (engine/graph.py) — and the two must hold exactly the same weights.
+This table is the one statement of what those weights are. The torch model checks itself
+against it when it is built, the graph builder refuses weights that differ from it and reads
+from it which optional parts a model has, export transposes the tensors it marks as linear
+maps, and the parity test (tests/test_model.py) runs every combination of the flags listed in
+``FLAGS``, so a new variant is declared here, built on both sides, and tested without another
+list to keep in step.
+
+Shapes are those of the ONNX file: a linear map is stored [in, out] (torch keeps [out, in]).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from oneply.engine.features import MOVE_FACTS, SQUARE_FACTS, check_names, table_offsets
+from oneply.engine.moves import NUM_MOVES, NUM_PROMOTIONS
+from oneply.engine.tokenizer import STATE_LENGTH, VOCAB_SIZE
+
+#: BOS + the state tokens, then one move token
+SEQ_LENGTH = STATE_LENGTH + 2
+#: the config flags that add or change parts; the parity test runs their combinations
+FLAGS: dict[str, tuple[Any, ...]] = {
+    "move_features": (False, True),  # from/to-square and promotion embeddings on the move
+    "piece_features": (False, True),  # with move_features: the pieces on those squares
+    "mirror": (False, True),  # the side-to-move view (no weights: a graph operation)
+    "features": ((), ("pinned", "check"), None),  # facts read (None: every fact)
+}
+
+
+@dataclass(frozen=True)
+class Param:
+    """One weight tensor: its name (torch's state_dict key, the ONNX initializer name), its
+    shape in the ONNX file, and whether it is a linear map (transposed in torch)."""
+
+    name: str
+    shape: tuple[int, ...]
+    linear: bool = False
+
+
+def _block(i: int, d: int, widening: int) -> list[Param]:
+    p = f"blocks.{i}"
+    return [
+        Param(f"{p}.ln1.weight", (d,)),
+        Param(f"{p}.ln1.bias", (d,)),
+        Param(f"{p}.qkv.weight", (d, 3 * d), linear=True),
+        Param(f"{p}.proj.weight", (d, d), linear=True),
+        Param(f"{p}.ln2.weight", (d,)),
+        Param(f"{p}.ln2.bias", (d,)),
+        Param(f"{p}.mlp.w13.weight", (d, 2 * widening * d), linear=True),
+        Param(f"{p}.mlp.w2.weight", (widening * d, d), linear=True),
+    ]
+
+
+def parameters(config: Mapping[str, Any]) -> list[Param]:
+    """Every weight of a model with this config (ModelConfig fields)."""
+    d, bins = int(config["width"]), int(config.get("num_bins", 128))
+    params = [
+        Param("bos", (d,)),
+        Param("pos_embed", (SEQ_LENGTH, d)),
+        Param("state_embed.weight", (VOCAB_SIZE, d)),
+        Param("move_embed.weight", (NUM_MOVES, d)),
+    ]
+    if config.get("move_features"):
+        params += [
+            Param("from_embed.weight", (64, d)),
+            Param("to_embed.weight", (64, d)),
+            Param("promo_embed.weight", (NUM_PROMOTIONS, d)),
+        ]
+        if config.get("piece_features", True):
+            params += [
+                Param("from_piece.weight", (d, d), linear=True),
+                Param("to_piece.weight", (d, d), linear=True),
+            ]
+    for i in range(int(config["layers"])):
+        params += _block(i, d, int(config.get("widening", 4)))
+    params += [
+        Param("final_ln.weight", (d,)),
+        Param("final_ln.bias", (d,)),
+        Param("head.weight", (d, bins), linear=True),
+        Param("head.bias", (bins,)),
+    ]
+    features = config.get("features") or ()
+    for table, declared in (("square_fact_embed", SQUARE_FACTS), ("move_fact_embed", MOVE_FACTS)):
+        _, rows = table_offsets(features, declared)
+        if rows:
+            params.append(Param(f"{table}.weight", (rows, d)))
+    return params
+
+
+def linear_names(config: Mapping[str, Any]) -> set[str]:
+    """The weights stored transposed between torch and ONNX."""
+    return {p.name for p in parameters(config) if p.linear}
+
+
+def structure(config: Mapping[str, Any]) -> dict[str, Any]:
+    """What decides the graph beyond the weights' shapes: the FLAGS, normalised."""
+    return {
+        "move_features": bool(config.get("move_features", False)),
+        "piece_features": bool(config.get("piece_features", True)),
+        "mirror": bool(config.get("mirror", False)),
+        "features": check_names(config.get("features") or ()),
+    }
+
+
+def check_weights(config: Mapping[str, Any], shapes: Mapping[str, tuple[int, ...]]) -> None:
+    """Raise ValueError naming every weight that is missing, extra or of the wrong shape."""
+    wanted = {p.name: p.shape for p in parameters(config)}
+    problems = [f"missing {n}" for n in wanted if n not in shapes]
+    problems += [f"unexpected {n}" for n in shapes if n not in wanted]
+    problems += [
+        f"{n}: shape {tuple(shapes[n])}, declared {s}"
+        for n, s in wanted.items()
+        if n in shapes and tuple(shapes[n]) != s
+    ]
+    if problems:
+        raise ValueError("weights do not match the declared architecture: " + "; ".join(problems))
