@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from oneply.bot.config import load_config, parse_config
+from oneply.bot.config import load_config, parse_config, startup_warnings
 from oneply.bot.lichess import Backoff
 from tests.conftest import REPO
 
@@ -204,3 +204,13 @@ def test_url_spellings_of_lichess_keep_the_60_s_rule_and_others_do_not():
             parse_config({"url": url, "rate_limit": {"pause_429": 1}}, env={})
     config = parse_config({"url": "http://127.0.0.1:8080", "rate_limit": {"pause_429": 1}}, env={})
     assert config.rate_limit.pause_429 == 1
+
+
+def test_start_up_warns_when_a_fallback_will_find_no_stockfish(stockfish):
+    config = parse_config({"url": DEAD_URL}, env={})
+    assert startup_warnings(config) == []  # Stockfish is installed (tests/run.sh)
+    # as if Stockfish were uninstalled: both fallbacks still play, so it is a warning
+    config.engine.stockfish_path = config.engine.policy.stockfish_path = "/nonexistent"
+    warnings = startup_warnings(config)
+    assert len(warnings) == 2
+    assert "random legal move" in warnings[0] and "model alone" in warnings[1]

@@ -106,3 +106,51 @@ def test_library_errors_are_typed_and_the_cli_turns_them_into_a_message(tmp_path
     assert "unknown preset 'huge'; choose from" in capsys.readouterr().err
     assert main(["train", "fit"]) == 1
     assert "give one or more annotated shard directories" in capsys.readouterr().err
+
+
+#: `oneply` with some modules made unimportable, as on a machine without the `train` extra
+WITHOUT = (
+    "import sys\n"
+    "for name in sys.argv[1].split(','):\n"
+    "    sys.modules[name] = None  # `import name` now raises ModuleNotFoundError\n"
+    "from oneply.engine.cli import main\n"
+    "sys.exit(main(sys.argv[2:]))\n"
+)
+
+
+@pytest.mark.parametrize(
+    "missing, args",
+    [
+        ("torch", ["train", "fit", "--help"]),
+        ("torch", ["export", "--untrained", "small", "-o", "never.onnx"]),
+    ],
+)
+def test_a_missing_extra_is_one_line_naming_the_pip_extra(missing, args, tmp_path):
+    import sys
+
+    result = subprocess.run(
+        [sys.executable, "-c", WITHOUT, missing, *args],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=120,
+    )
+    name = missing.split(",")[0]
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+    assert result.stderr.strip().splitlines() == [
+        f"oneply {args[0]}: this needs {name}, which is not installed: pip install 'oneply[train]'"
+    ]
+    assert not (tmp_path / "never.onnx").exists()
+
+
+def test_a_plot_without_matplotlib_names_the_pip_extra(monkeypatch, tmp_path, capsys):
+    """Plots are optional: the suite still reports, and says what would draw the plot."""
+    import sys
+
+    from oneply.arena import elo, ladder
+
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    rating = elo.RatingFit(1500.0, 1400.0, 1600.0, games=10, at_bound=False)
+    assert ladder.plot(str(tmp_path / "l.png"), "t", {}, rating) is False
+    assert "pip install 'oneply[train]'" in capsys.readouterr().err
+    assert not (tmp_path / "l.png").exists()
