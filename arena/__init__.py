@@ -1,10 +1,11 @@
 """The strength lab: engine-vs-engine matches, Elo statistics, the ladder, policy play-outs.
 
-It also ships the dev puzzle set, the one default for everything that evaluates on puzzles
-or must never train on them (``oneply eval``, ``oneply train positions/fit/all``).
+It also ships the dev puzzle set (arena/puzzles.py), the one default for everything that
+evaluates on puzzles or must never train on them (``oneply eval``, ``oneply train
+positions/fit/all``). The arena depends on the engine only, never on training
+(tests/test_imports.py holds that line).
 """
 
-from pathlib import Path
+from oneply.arena.puzzles import DEV_PUZZLES
 
-#: 1,000 Lichess puzzles (evaluation only: training excludes every position on their lines)
-DEV_PUZZLES = Path(__file__).resolve().parent / "data" / "puzzles-dev.csv"
+__all__ = ["DEV_PUZZLES"]

@@ -43,6 +43,7 @@ import chess
 import chess.engine
 import chess.polyglot
 
+from oneply.arena.puzzles import read_puzzles, solve_puzzles
 from oneply.engine.inference import MoveScore, MoveScorer
 from oneply.engine.policy import MovePolicy, PolicyConfig
 from oneply.engine.stockfish import require_stockfish
@@ -329,10 +330,8 @@ def puzzle_accuracy(
     path: Path, scorer_kind: str, model: str | None, configs: list[str], seed: int = 1
 ) -> dict[str, dict]:
     """Share of puzzles solved per configuration, overall and on mate-themed puzzles, by the
-    puzzle rules of `oneply eval` (training/evaluate.py: every engine move must match; a mate
+    puzzle rules of `oneply eval` (arena/puzzles.py: every engine move must match; a mate
     counts)."""
-    from oneply.training.evaluate import read_puzzles, solve_puzzles
-
     puzzles = read_puzzles(path)
     scorer, close_scorer = make_scorer(scorer_kind, model, seed)
     cached = _Memoised(memoised(scorer.score))

@@ -2,7 +2,7 @@
 
 1. **Dev puzzles** by rating band, solved twice: with plain argmax (the model alone) and with
    the full move policy (mate in one, stalemate/repetition handling, mate fallback), using
-   the one puzzle checker of :mod:`oneply.training.evaluate`.
+   the one puzzle checker of :mod:`oneply.arena.puzzles`.
 2. **Games** against opponents of known strength, weakest first: the built-in ``random`` and
    ``greedy`` engines (:mod:`oneply.arena.opponents`), Stockfish at Skill Level 0 with a small
    node budget, and Stockfish's ``UCI_Elo`` levels.
@@ -32,6 +32,7 @@ from oneply.arena import DEV_PUZZLES, elo, match
 from oneply.arena.engines import EngineStartError
 from oneply.arena.ladder import UCI_ELO_MAX, UCI_ELO_MIN, append_pgn
 from oneply.arena.opponents import builtin_spec
+from oneply.arena.puzzles import puzzle_report, read_puzzles, solve_puzzles
 from oneply.arena.runner import run_match
 from oneply.arena.settings import EngineSpec, TimeControl
 from oneply.engine.stockfish import LOOKUP_TEXT, StockfishNotFound, require_stockfish
@@ -193,7 +194,6 @@ def solve_dev_puzzles(
     a puzzle asks for the best move)."""
     from oneply.engine.inference import Scorer
     from oneply.engine.policy import MovePolicy, PolicyConfig
-    from oneply.training.evaluate import puzzle_report, read_puzzles, solve_puzzles
 
     puzzles = read_puzzles(Path(path), limit)
     scorer = Scorer(model)

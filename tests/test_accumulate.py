@@ -342,7 +342,7 @@ def test_the_puzzle_check_agrees_with_oneply_eval() -> None:
     """The torch check of the warm-started bundled model and the onnxruntime evaluation of its
     file solve the same puzzles (a trained model: no near-ties for float noise to flip)."""
     from oneply.engine.model_file import BUNDLED_MODEL
-    from oneply.training.evaluate import read_puzzles, solve_puzzles
+    from oneply.arena.puzzles import read_puzzles, solve_puzzles
     from oneply.training.validation import TorchScorer
 
     puzzles = read_puzzles(DEV_PUZZLES, 40)

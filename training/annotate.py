@@ -35,10 +35,11 @@ from tqdm import tqdm
 
 from oneply.arena import DEV_PUZZLES
 from oneply.engine.moves import MOVE_INDEX
-from oneply.engine.stockfish import LOOKUP_TEXT, StockfishNotFound
+from oneply.engine.stockfish import LOOKUP_TEXT
 from oneply.engine.tokenizer import TokenizerError, board_from, tokenize
 from oneply.training.dataset import DatasetError, Shard, write_shard
-from oneply.training.stockfish_scorer import StockfishError, StockfishScorer
+from oneply.training.shard_writer import parse_shard
+from oneply.training.stockfish_scorer import StockfishError, StockfishScorer, open_scorer
 from oneply.training.workers import sigterm_as_interrupt, worker_pool
 
 DEFAULT_DEPTH = 8
@@ -180,9 +181,7 @@ _worker: dict = {}
 
 def open_engine(path: str) -> StockfishScorer:
     try:
-        return StockfishScorer(path)
-    except StockfishNotFound as error:
-        raise AnnotateError(f"cannot start Stockfish: {error}") from None
+        return open_scorer(path)
     except StockfishError as error:
         raise AnnotateError(str(error)) from None
 
@@ -303,16 +302,6 @@ def _remove_stale_temporaries(out: Path) -> None:
 
 
 # --------------------------------------------------------------------------- CLI
-
-
-def parse_shard(text: str) -> tuple[int, int]:
-    try:
-        k, n = (int(x) for x in text.split("/"))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"--shard must look like k/n, not {text!r}") from None
-    if not (n >= 1 and 0 <= k < n):
-        raise argparse.ArgumentTypeError(f"--shard k/n needs 0 <= k < n, got {text!r}")
-    return k, n
 
 
 def _positive(text: str) -> int:

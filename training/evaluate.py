@@ -16,37 +16,43 @@ over its legal moves, with Stockfish's win probabilities as the truth:
   training target, σ = ``HL_GAUSS_SIGMA`` bin widths) under the model's bin distribution;
   ``log_loss_one_hot`` is the negative log-probability of the bin that holds Stockfish's value.
 
-On Lichess puzzles (``--puzzles``, Lichess puzzle format): the FEN is before the opponent's move,
-the first move of ``Moves`` is the opponent's; then the engine must find every one of its
-moves in the line, the opponent's replies coming from the line. A move that checkmates is
-always correct (and ends the puzzle). Accuracy is reported overall and per rating band.
-
-The default puzzle file is the dev set shipped in ``arena/data/puzzles-dev.csv`` (the
-``DEV_PUZZLES`` constant), used for evaluation only (training excludes its positions).
+On Lichess puzzles (``--puzzles``, Lichess puzzle format), by the rules of the one puzzle
+checker, arena/puzzles.py: accuracy overall and per rating band. The default puzzle file is
+the dev set shipped in ``arena/data/puzzles-dev.csv`` (``DEV_PUZZLES``), used for evaluation
+only (training excludes its positions).
 """
 
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import math
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
-import chess
 import numpy as np
 from tqdm import tqdm
 
-from oneply.arena import DEV_PUZZLES
+# the puzzle checker lives in arena/puzzles.py; re-exported here because running training
+# processes (training/validation.py, fit, ablation) and older callers import it from here
+from oneply.arena.puzzles import (  # noqa: F401
+    BANDS,
+    DEV_PUZZLES,
+    Chooser,
+    Puzzle,
+    PuzzleRun,
+    argmax_choice,
+    band_name,
+    evaluate_puzzles,
+    puzzle_report,
+    read_puzzles,
+    solve_puzzles,
+)
 from oneply.engine.features import encode_facts
-from oneply.engine.inference import PAD_MOVE, MoveScore, MoveScorer, Scorer
+from oneply.engine.inference import PAD_MOVE, Scorer
 from oneply.engine.values import BEST_TOLERANCE, expected_win, hl_gauss, value_to_bin
 from oneply.training.compact import board_of_tokens
-
-BANDS = ((0, 1000), (1000, 1500), (1500, 2000), (2000, 2500), (2500, 10_000))
-
 
 # --------------------------------------------------------------------------- metrics
 
@@ -139,120 +145,6 @@ def evaluate_dataset(scorer: Scorer, dataset, limit: int | None = None, batch: i
                 scores.add(log_probs[row, : len(position_wins)].astype(np.float64), position_wins)
             bar.update(len(wins))
     return scores.result()
-
-
-# --------------------------------------------------------------------------- puzzles
-
-
-@dataclass
-class Puzzle:
-    id: str
-    fen: str
-    moves: list[str]
-    rating: int
-    themes: list[str] = field(default_factory=list)
-
-
-def read_puzzles(path: Path, limit: int | None = None) -> list[Puzzle]:
-    """Lichess puzzle CSV rows (PuzzleId, FEN, Moves, Rating, ...).
-
-    With a limit, an evenly spaced subset of the file: puzzle files are often sorted by
-    rating, and the first N would all be easy ones.
-    """
-    with open(path, newline="") as file:
-        rows = list(csv.DictReader(file))
-    if limit is not None and limit < len(rows):
-        rows = [rows[i] for i in np.linspace(0, len(rows) - 1, limit).round().astype(int)]
-    return [
-        Puzzle(
-            r["PuzzleId"],
-            r["FEN"],
-            r["Moves"].split(),
-            int(r["Rating"]),
-            r.get("Themes", "").split(),
-        )
-        for r in rows
-    ]
-
-
-class PuzzleRun:
-    """One puzzle being solved: the board, where we are in the line, and the verdict."""
-
-    def __init__(self, puzzle: Puzzle):
-        self.puzzle = puzzle
-        self.board = chess.Board(puzzle.fen)
-        self.board.push_uci(puzzle.moves[0])  # the opponent's move sets the puzzle
-        self.index = 1  # the next move in the line, always one of ours
-        self.solved: bool | None = None
-
-    def play(self, move: chess.Move) -> None:
-        """Our move: right if it is the line's move or checkmates; then the opponent replies."""
-        expected = chess.Move.from_uci(self.puzzle.moves[self.index])
-        self.board.push(move)
-        if self.board.is_checkmate():
-            self.solved = True
-        elif move != expected:
-            self.solved = False
-        elif self.index + 1 >= len(self.puzzle.moves):
-            self.solved = True
-        else:
-            self.board.push_uci(self.puzzle.moves[self.index + 1])
-            self.index += 2
-
-
-#: how the engine picks its move from the scored legal moves (best first) of a board
-Chooser = Callable[[chess.Board, list[MoveScore]], chess.Move]
-
-
-def argmax_choice(board: chess.Board, scores: list[MoveScore]) -> chess.Move:
-    return scores[0].move
-
-
-def solve_puzzles(
-    scorer: MoveScorer,
-    puzzles: list[Puzzle],
-    batch: int = 64,
-    progress: bool = True,
-    choose: Chooser = argmax_choice,
-) -> list[bool]:
-    """Whether the engine solves each puzzle, picking moves with ``choose`` (plain argmax by
-    default; the strength suite passes the full move policy); all open puzzles of a chunk are
-    scored in one call per move. Any MoveScorer will do (training checks its torch model)."""
-    results: list[bool] = []
-    chunks = range(0, len(puzzles), batch)
-    for start in tqdm(chunks, desc="puzzles", unit="batch", leave=False, disable=not progress):
-        runs = [PuzzleRun(p) for p in puzzles[start : start + batch]]
-        while open_runs := [r for r in runs if r.solved is None]:
-            for run_, scores in zip(
-                open_runs, scorer.score_many([r.board for r in open_runs]), strict=True
-            ):
-                run_.play(choose(run_.board, scores))
-        results.extend(bool(r.solved) for r in runs)
-    return results
-
-
-def band_name(low: int, high: int) -> str:
-    if low == 0:
-        return f"<{high}"
-    return f"≥{low}" if high >= 10_000 else f"{low}-{high - 1}"
-
-
-def puzzle_report(puzzles: list[Puzzle], solved: list[bool]) -> dict:
-    """Overall and per-rating-band accuracy."""
-    bands = {}
-    for low, high in BANDS:
-        chosen = [s for p, s in zip(puzzles, solved, strict=True) if low <= p.rating < high]
-        if chosen:
-            bands[band_name(low, high)] = {
-                "count": len(chosen),
-                "accuracy": sum(chosen) / len(chosen),
-            }
-    return {"count": len(puzzles), "accuracy": sum(solved) / max(1, len(solved)), "bands": bands}
-
-
-def evaluate_puzzles(scorer: MoveScorer, path: Path, limit: int | None = None) -> dict:
-    puzzles = read_puzzles(path, limit)
-    return {"file": str(path), **puzzle_report(puzzles, solve_puzzles(scorer, puzzles))}
 
 
 # --------------------------------------------------------------------------- report

@@ -26,32 +26,18 @@ from __future__ import annotations
 
 import argparse
 import json
-import multiprocessing as mp
 import os
-import random
 import sys
 import time
 from collections import deque
 from dataclasses import asdict, fields
 from pathlib import Path
 
-import chess
-import chess.engine
-import chess.polyglot
-import numpy as np
 from tqdm import tqdm
 
 from oneply.arena import DEV_PUZZLES
 from oneply.engine.stockfish import LOOKUP_TEXT
-from oneply.training.annotate import open_engine, parse_shard
-from oneply.training.dataset import (
-    DatasetError,
-    Shard,
-    find_shards,
-    puzzle_keys,
-    remove_stale_temporaries,
-    write_compact_shard,
-)
+from oneply.training.dataset import DatasetError, puzzle_keys, remove_stale_temporaries
 from oneply.training.openings import (
     DEFAULT_BOOKS,
     DEFAULT_ECO,
@@ -59,74 +45,26 @@ from oneply.training.openings import (
     check_books,
     load_eco_lines,
 )
-from oneply.training.scored_games import GamePlayer, GameSettings, Record, state_key
+from oneply.training.score_workers import init_worker, play, stockfish_rate
+from oneply.training.scored_games import GameSettings, Record
+from oneply.training.shard_writer import (
+    MANIFEST,
+    Reservoir,
+    SourceError,
+    Writer,
+    data_bytes,
+    existing,
+    parse_shard,
+    write_manifest,
+)
+from oneply.training.stockfish_scorer import open_scorer
 from oneply.training.workers import worker_pool
 
-MANIFEST = "manifest.json"
 SHARD_PREFIX = "gen-"
 BENCH_SAMPLE = 500
 
-_worker: dict = {}
-
-
-class GenerateError(RuntimeError):
-    """A run that cannot start: bad arguments, a directory made with other settings."""
-
-
-# --------------------------------------------------------------------------- what DIR holds
-
-
-def existing(out: Path, shard: str, match: dict | None = None) -> tuple[set[bytes], int]:
-    """Dedup keys of every position in DIR's shards, and the first game no shard of this
-    ``--shard`` spec (and whose meta.json has the items of ``match``) holds."""
-    keys: set[bytes] = set()
-    next_game = 0
-    paths = find_shards(out) if out.exists() else []
-    for path in paths:
-        try:
-            loaded = Shard(path)
-        except DatasetError as error:
-            raise GenerateError(f"{error}; move the broken shard away and rerun") from None
-        keys.update(state_key(row) for row in np.asarray(loaded.states))
-        mine = all(loaded.meta.get(key) == value for key, value in (match or {}).items())
-        if mine and loaded.meta.get("shard", "0/1") == shard and "games" in loaded.meta:
-            next_game = max(next_game, int(loaded.meta["games"][1]))
-    return keys, next_game
-
-
-def data_bytes(out: Path) -> int:
-    """Bytes on disk of DIR's shards (data and metadata)."""
-    return sum(f.stat().st_size for p in find_shards(out) for f in p.iterdir() if f.is_file())
-
-
-# --------------------------------------------------------------------------- workers
-
-
-def _alive() -> None:
-    if os.getppid() != _worker["parent"]:  # the run is gone: stop mid-game (backs up PDEATHSIG)
-        os._exit(1)
-
-
-def _init_worker(settings: GameSettings, stockfish: str, books, eco, parent: int) -> None:
-    engine = open_engine(stockfish)
-    readers = [chess.polyglot.open_reader(p) for p in books]
-    player = GamePlayer(settings, engine, readers, eco, alive=_alive)
-    _worker.update(player=player, parent=parent)
-
-
-def _play(game_number: int) -> list[Record]:
-    return list(_worker["player"].play(game_number))
-
-
-def _wait_for_all(_: int) -> None:
-    _worker["barrier"].wait(timeout=60)
-
-
-def _score_fen(fen: str) -> int:
-    """Stockfish alone on one position: the same scoring call as the games, no game logic."""
-    player: GamePlayer = _worker["player"]
-    player.engine.score_moves(chess.Board(fen), player.settings.limit())
-    return 1
+#: a run that cannot start (the sources' one error, under the name this module always had)
+GenerateError = SourceError
 
 
 # --------------------------------------------------------------------------- the run
@@ -146,78 +84,6 @@ def game_settings(args: argparse.Namespace) -> GameSettings:
     return settings
 
 
-class Reservoir:
-    """A uniform sample of the FENs seen so far (reservoir sampling, a fixed seed): the
-    Stockfish-alone measurement must see the same mix of positions as the run (the first
-    positions of each game have more legal moves, so they are slower to score)."""
-
-    def __init__(self, size: int) -> None:
-        self.size, self.seen = size, 0
-        self.fens: list[str] = []
-        self.rng = random.Random(0)
-
-    def add(self, fens: list[str]) -> None:
-        for fen in fens:
-            self.seen += 1
-            if len(self.fens) < self.size:
-                self.fens.append(fen)
-            elif (slot := self.rng.randrange(self.seen)) < self.size:
-                self.fens[slot] = fen
-
-
-class Writer:
-    """Buffers whole games' new positions and writes them as one shard per ``shard_size``."""
-
-    def __init__(
-        self,
-        out: Path,
-        shard: tuple[int, int],
-        meta: dict,
-        prefix: str = SHARD_PREFIX,
-        workers: int = 1,
-    ) -> None:
-        self.out, self.shard, self.meta, self.prefix = out, shard, meta, prefix
-        self.workers = workers
-        #: since the last shard: its CPU cost is this wall time × workers (the campaign's
-        #: labelling CPU-hours are the sum over shards)
-        self.clock = time.perf_counter()
-        self.records: list[Record] = []
-        self.first_game: int | None = None
-        self.last_game: int | None = None
-        self.games = 0
-
-    def add(self, game: int, records: list[Record]) -> None:
-        if self.first_game is None:
-            self.first_game = game
-        self.last_game = game
-        self.games += 1
-        self.records.extend(records)
-
-    def flush(self, end_game: int) -> None:
-        """Write the buffered games [first_game, end_game) (also when they added nothing, so
-        a rerun does not replay them)."""
-        if self.first_game is None:
-            return
-        k, n = self.shard
-        name = f"{self.prefix}{k}of{n}-{self.first_game:09d}"
-        meta = {**self.meta, "shard": f"{k}/{n}", "games": [self.first_game, end_game]}
-        now = time.perf_counter()
-        meta["worker_seconds"] = round((now - self.clock) * self.workers, 2)
-        self.clock = now
-        if self.records:
-            states = np.stack([r.state for r in self.records])
-            write_compact_shard(self.out / name, states, [r.wins for r in self.records], meta)
-        else:  # games that found nothing new still count as played
-            write_compact_shard(self.out / name, np.zeros((0, 77), np.uint8), [], meta)
-        self.records, self.first_game = [], None
-
-
-def write_manifest(out: Path, manifest: dict) -> None:
-    temporary = out / f".{MANIFEST}.tmp-{os.getpid()}"
-    temporary.write_text(json.dumps(manifest, indent=1))
-    os.replace(temporary, out / MANIFEST)
-
-
 def run_generate(args: argparse.Namespace) -> dict:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -230,7 +96,7 @@ def run_generate(args: argparse.Namespace) -> dict:
     books = [str(p) for p in (args.book or [p for p in DEFAULT_BOOKS if p.exists()])]
     check_books(books)
     eco = load_eco_lines(Path(args.eco) if args.eco else None)
-    engine = open_engine(args.stockfish)
+    engine = open_scorer(args.stockfish)
     version = engine.id.get("name", "unknown")
     engine.quit()
     recorded = {
@@ -262,19 +128,19 @@ def run_generate(args: argparse.Namespace) -> dict:
     }
     if wanted <= 0:
         return result
-    writer = Writer(out, (k, n), {"settings": recorded}, workers=args.workers)
+    writer = Writer(out, (k, n), {"settings": recorded}, SHARD_PREFIX, workers=args.workers)
     started = time.monotonic()
     scored, new, game = 0, 0, next_game
     sample = Reservoir(args.bench_sample)  # for the Stockfish-alone measurement
     bar = tqdm(total=wanted, unit="pos", desc="generate", dynamic_ncols=True, smoothing=0.05)
     initargs = (settings, args.stockfish, books, eco, os.getpid())
     try:
-        with worker_pool(args.workers, _init_worker, initargs, start_method="fork") as pool:
+        with worker_pool(args.workers, init_worker, initargs, start_method="fork") as pool:
             pending: deque = deque()
             while new < wanted:
                 while len(pending) < 2 * args.workers:  # bounded, in game order
                     number = k + n * (game + len(pending))
-                    pending.append(pool.apply_async(_play, (number,)))
+                    pending.append(pool.apply_async(play, (number,)))
                 records = pending.popleft().get()
                 scored += len(records)
                 fresh: list[Record] = []
@@ -292,7 +158,7 @@ def run_generate(args: argparse.Namespace) -> dict:
                     writer.flush(game)
         seconds = time.monotonic() - started
         bar.close()
-        bench = _stockfish_rate(args.workers, initargs, sample.fens)
+        bench = stockfish_rate(args.workers, initargs, sample.fens)
     except KeyboardInterrupt:
         writer.flush(game)  # whole games only: nothing half-done is kept
         raise
@@ -313,22 +179,6 @@ def run_generate(args: argparse.Namespace) -> dict:
         bytes_per_position=round(data_bytes(out) / max(total, 1), 1),
     )
     return result
-
-
-def _stockfish_rate(workers: int, initargs: tuple, fens: list[str]) -> float | None:
-    """Positions/s of as many workers scoring a sample of the run's positions, nothing else.
-
-    A fresh pool, so that no game of the run is still being played beside the measurement;
-    the clock starts once every worker has started its Stockfish (a barrier).
-    """
-    if not fens:
-        return None
-    _worker["barrier"] = mp.get_context("fork").Barrier(workers)  # inherited by the fork
-    with worker_pool(workers, _init_worker, initargs, start_method="fork") as pool:
-        pool.map(_wait_for_all, range(workers), chunksize=1)
-        started = time.monotonic()
-        done = sum(pool.imap_unordered(_score_fen, fens, chunksize=2))
-        return round(done / max(time.monotonic() - started, 1e-9), 1)
 
 
 # --------------------------------------------------------------------------- CLI

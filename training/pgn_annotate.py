@@ -31,18 +31,16 @@ from tqdm import tqdm
 
 from oneply.engine.tokenizer import tokenize
 from oneply.training.dataset import DatasetError, puzzle_keys
-from oneply.training.generate import (
-    GenerateError,
+from oneply.training.score_workers import init_worker, score_boards, stockfish_rate
+from oneply.training.scored_games import GameSettings, state_key
+from oneply.training.shard_writer import (
     Reservoir,
+    SourceError,
     Writer,
-    _init_worker,
-    _stockfish_rate,
-    _worker,
     data_bytes,
     existing,
     write_manifest,
 )
-from oneply.training.scored_games import GameSettings, Record, state_key
 from oneply.training.workers import worker_pool
 
 SHARD_PREFIX = "pgn-"
@@ -79,21 +77,10 @@ def read_games(path: Path, first: int, shard: tuple[int, int]) -> Iterator[tuple
             number += 1
 
 
-def _score_boards(fens: list[str]) -> list[Record]:
-    """Worker: the values of some positions (the generate worker's Stockfish and settings)."""
-    player = _worker["player"]
-    records = []
-    for fen in fens:
-        board = chess.Board(fen)
-        state = tokenize(board)
-        records.append(Record(state_key(state), fen, state.astype("uint8"), player.score(board)))
-    return records
-
-
 def run_pgn(args: argparse.Namespace, depth: int | None) -> dict:
     out: Path = args.out
     if not args.positions.is_file():
-        raise GenerateError(f"{args.positions}: PGN file not found")
+        raise SourceError(f"{args.positions}: PGN file not found")
     out.mkdir(parents=True, exist_ok=True)
     settings = GameSettings(depth=None if args.nodes else depth, nodes=args.nodes)
     k, n = args.shard
@@ -102,16 +89,16 @@ def run_pgn(args: argparse.Namespace, depth: int | None) -> dict:
     have = len(keys)
     known = keys | puzzle_keys(args.exclude)
     initargs: tuple = (settings, args.stockfish, [], [], os.getpid())
-    writer = Writer(out, (k, n), {"source": source}, prefix=SHARD_PREFIX)
+    writer = Writer(out, (k, n), {"source": source}, SHARD_PREFIX)
     new, started = 0, time.monotonic()
     sample = Reservoir(args.bench_sample)
     bar = tqdm(unit="pos", desc="annotate", dynamic_ncols=True, smoothing=0.05)
     try:
-        with worker_pool(args.workers, _init_worker, initargs, start_method="fork") as pool:
+        with worker_pool(args.workers, init_worker, initargs, start_method="fork") as pool:
             pending: deque = deque()
             for number, boards in read_games(args.positions, first_game, (k, n)):
                 fens = [b.fen() for b in _unknown(boards, known)]
-                pending.append((number, pool.apply_async(_score_boards, (fens,))))
+                pending.append((number, pool.apply_async(score_boards, (fens,))))
                 while len(pending) > 4 * args.workers:
                     new += _collect(pending.popleft(), writer, bar, sample)
                 if len(writer.records) >= args.chunk_size:
@@ -122,7 +109,7 @@ def run_pgn(args: argparse.Namespace, depth: int | None) -> dict:
             writer.flush(writer.last_game + 1)
         seconds = time.monotonic() - started
         bar.close()
-        bench = _stockfish_rate(args.workers, initargs, sample.fens)
+        bench = stockfish_rate(args.workers, initargs, sample.fens)
     except KeyboardInterrupt:
         if writer.last_game is not None:
             writer.flush(writer.last_game + 1)  # the games scored so far, whole
@@ -166,7 +153,7 @@ def _collect(item: tuple, writer: Writer, bar: tqdm, sample: Reservoir) -> int:
 def run(args: argparse.Namespace, depth: int | None) -> int:
     try:
         result = run_pgn(args, depth)
-    except (GenerateError, DatasetError) as error:
+    except (SourceError, DatasetError) as error:
         print(f"oneply train annotate: error: {error}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

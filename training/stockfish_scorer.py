@@ -31,7 +31,7 @@ from types import TracebackType
 import chess
 import chess.engine
 
-from oneply.engine.stockfish import require_stockfish
+from oneply.engine.stockfish import StockfishNotFound, require_stockfish
 from oneply.engine.values import score_to_win
 
 HASH_MB = 16
@@ -195,3 +195,11 @@ class StockfishScorer:
         traceback: TracebackType | None,
     ) -> None:
         self.quit()
+
+
+def open_scorer(path: str | None) -> StockfishScorer:
+    """A started scorer; a missing Stockfish is a StockfishError that says what to do."""
+    try:
+        return StockfishScorer(path)
+    except StockfishNotFound as error:
+        raise StockfishError(f"cannot start Stockfish: {error}") from None

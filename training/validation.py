@@ -13,6 +13,7 @@ import chess
 import numpy as np
 import torch
 
+from oneply.arena.puzzles import solve_puzzles
 from oneply.engine.inference import MoveScore, encode_batch, ranked_moves
 from oneply.engine.values import expected_win
 from oneply.training.batches import collate
@@ -46,7 +47,7 @@ def reads_facts(model: Any) -> bool:
 
 class TorchScorer:
     """A MoveScorer over a torch model, so training checks puzzles with the one puzzle solver
-    (evaluate.solve_puzzles) without exporting a model file."""
+    (arena/puzzles.py's solve_puzzles) without exporting a model file."""
 
     def __init__(self, model: torch.nn.Module, device: torch.device, layout: str, bf16: bool):
         self.model, self.device, self.layout, self.bf16 = model, device, layout, bf16
@@ -68,8 +69,6 @@ class TorchScorer:
 
 def puzzle_check(model, puzzles: list, device, layout: str, bf16: bool) -> dict:
     """Share of `puzzles` solved with plain argmax (the `oneply eval` rule)."""
-    from oneply.training.evaluate import solve_puzzles
-
     solved = solve_puzzles(TorchScorer(model, device, layout, bf16), puzzles, progress=False)
     return {"accuracy": float(np.mean(solved)) if solved else 0.0, "count": len(solved)}
 

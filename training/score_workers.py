@@ -1,0 +1,80 @@
+"""The worker side of scoring positions with Stockfish in a pool, shared by every source.
+
+Each worker (forked by training/workers.py's pool) starts one Stockfish and one
+:class:`~oneply.training.scored_games.GamePlayer`, then either plays score-driven games
+(`train generate`) or scores given positions (PGN annotation) with the same scoring call and
+limit. :func:`stockfish_rate` measures Stockfish alone on a sample of a run's positions, so a
+run can report its own overhead.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import time
+
+import chess
+import chess.polyglot
+
+from oneply.engine.tokenizer import tokenize
+from oneply.training.scored_games import GamePlayer, GameSettings, Record, state_key
+from oneply.training.stockfish_scorer import open_scorer
+from oneply.training.workers import worker_pool
+
+#: this worker process's Stockfish and player, set by :func:`init_worker`
+_worker: dict = {}
+
+
+def _alive() -> None:
+    if os.getppid() != _worker["parent"]:  # the run is gone: stop mid-game (backs up PDEATHSIG)
+        os._exit(1)
+
+
+def init_worker(settings: GameSettings, stockfish: str, books, eco, parent: int) -> None:
+    engine = open_scorer(stockfish)
+    readers = [chess.polyglot.open_reader(p) for p in books]
+    player = GamePlayer(settings, engine, readers, eco, alive=_alive)
+    _worker.update(player=player, parent=parent)
+
+
+def play(game_number: int) -> list[Record]:
+    """Worker: one score-driven game's scored positions."""
+    return list(_worker["player"].play(game_number))
+
+
+def score_boards(fens: list[str]) -> list[Record]:
+    """Worker: the values of some positions (the same Stockfish and settings as the games)."""
+    player = _worker["player"]
+    records = []
+    for fen in fens:
+        board = chess.Board(fen)
+        state = tokenize(board)
+        records.append(Record(state_key(state), fen, state.astype("uint8"), player.score(board)))
+    return records
+
+
+def _wait_for_all(_: int) -> None:
+    _worker["barrier"].wait(timeout=60)
+
+
+def _score_fen(fen: str) -> int:
+    """Stockfish alone on one position: the same scoring call as the games, no game logic."""
+    player: GamePlayer = _worker["player"]
+    player.engine.score_moves(chess.Board(fen), player.settings.limit())
+    return 1
+
+
+def stockfish_rate(workers: int, initargs: tuple, fens: list[str]) -> float | None:
+    """Positions/s of as many workers scoring a sample of the run's positions, nothing else.
+
+    A fresh pool, so that no game of the run is still being played beside the measurement;
+    the clock starts once every worker has started its Stockfish (a barrier).
+    """
+    if not fens:
+        return None
+    _worker["barrier"] = mp.get_context("fork").Barrier(workers)  # inherited by the fork
+    with worker_pool(workers, init_worker, initargs, start_method="fork") as pool:
+        pool.map(_wait_for_all, range(workers), chunksize=1)
+        started = time.monotonic()
+        done = sum(pool.imap_unordered(_score_fen, fens, chunksize=2))
+        return round(done / max(time.monotonic() - started, 1e-9), 1)
