@@ -118,18 +118,19 @@ class StockfishChooser:
     def __init__(self, nodes: int, path: str = "") -> None:
         import chess.engine
 
-        from oneply.engine.stockfish import require_stockfish
+        from oneply.engine.stockfish import open_stockfish
 
         self.limit = chess.engine.Limit(nodes=nodes)
-        self.engine = chess.engine.SimpleEngine.popen_uci(require_stockfish(path))
-        self.engine.configure({"Threads": 1, "Hash": 1})
+        self.engine = open_stockfish(path, {"Threads": 1, "Hash": 1})
 
     def __call__(self, board: chess.Board, rng: random.Random) -> chess.Move:
         move = self.engine.play(board, self.limit).move
         return move if move is not None else random_move(board, rng)
 
     def close(self) -> None:
-        self.engine.quit()
+        from oneply.engine.stockfish import close_stockfish
+
+        close_stockfish(self.engine)
 
 
 # --------------------------------------------------------------------------- UCI loop

@@ -46,7 +46,7 @@ import chess.polyglot
 from oneply.arena.puzzles import read_puzzles, solve_puzzles
 from oneply.engine.inference import MoveScore, MoveScorer
 from oneply.engine.policy import MovePolicy, PolicyConfig
-from oneply.engine.stockfish import require_stockfish
+from oneply.engine.stockfish import close_stockfish, multipv_scores, open_stockfish
 from oneply.engine.values import cp_to_win, quantise
 
 BOOK = "/usr/share/games/gnuchess/book.bin"
@@ -118,7 +118,7 @@ def generate_won_positions(count: int, seed: int, min_cp: int = 500) -> list[str
     """`count` distinct positions where the side to move is ≥ min_cp ahead (depth 12)."""
     rng = random.Random(seed)
     found: dict[str, None] = {}
-    with chess.engine.SimpleEngine.popen_uci(require_stockfish()) as sf:
+    with open_stockfish() as sf:
         while len(found) < count:
             fen = _candidate(sf, rng, min_cp)
             if fen is not None:
@@ -133,7 +133,7 @@ class QuantisedOracle:
     """Stockfish's win probability for every move, quantised to 128 value-bin centres."""
 
     def __init__(self, depth: int = 6, seed: int = 0):
-        self.engine = chess.engine.SimpleEngine.popen_uci(require_stockfish())
+        self.engine = open_stockfish()
         self.depth = depth
         self.rng = random.Random(seed)
 
@@ -142,17 +142,17 @@ class QuantisedOracle:
 
     def score(self, board: chess.Board) -> list[MoveScore]:
         legal = list(board.legal_moves)
-        infos = self.engine.analyse(board, chess.engine.Limit(depth=self.depth), multipv=len(legal))
-        wins = {}
-        for info in infos:
-            cp = info["score"].relative.score(mate_score=MATE_CP)
-            wins[info["pv"][0]] = quantise(float(cp_to_win(cp)))
+        scores = multipv_scores(self.engine, board, chess.engine.Limit(depth=self.depth))
+        wins = {
+            move: quantise(float(cp_to_win(score.score(mate_score=MATE_CP))))
+            for move, score in scores.items()
+        }
         self.rng.shuffle(legal)  # random order among equal bins
         ranked = [MoveScore(m, wins.get(m, 0.0)) for m in legal]
         return sorted(ranked, key=lambda s: -s.win)
 
     def close(self) -> None:
-        self.engine.quit()
+        close_stockfish(self.engine)
 
 
 def make_scorer(kind: str, model: str | None, seed: int) -> tuple[MoveScorer, Callable[[], None]]:
@@ -233,7 +233,7 @@ def _run_games(job: tuple) -> list[GameResult]:
     comparison."""
     fens, configs, scorer_kind, model, opponent_nodes, max_plies, seed, log = job
     scorer, close_scorer = make_scorer(scorer_kind, model, seed)
-    opponent = chess.engine.SimpleEngine.popen_uci(require_stockfish())
+    opponent = open_stockfish()
     policies = {
         name: MovePolicy(PolicyConfig(sample_moves=0, seed=seed, **CONFIGS[name]))
         for name in configs
@@ -251,7 +251,7 @@ def _run_games(job: tuple) -> list[GameResult]:
     finally:
         for policy in policies.values():
             policy.close()
-        opponent.quit()
+        close_stockfish(opponent)
         close_scorer()
     return results
 

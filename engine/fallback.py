@@ -16,6 +16,8 @@ import threading
 import chess
 import chess.engine
 
+from oneply.engine.stockfish import StockfishStartError, close_stockfish, open_stockfish
+
 log = logging.getLogger("oneply.fallback")
 
 #: Stockfish is started for a fallback move only with at least this much time left
@@ -60,18 +62,15 @@ class Fallback:
             if budget_s is not None and budget_s < START_BUDGET_S:
                 return None  # no time to start it now; a later move may
             try:
-                self._engine = chess.engine.SimpleEngine.popen_uci(self.stockfish_path)
-            except (OSError, chess.engine.EngineError) as error:
+                self._engine = open_stockfish(self.stockfish_path)
+            except StockfishStartError as error:
                 log.warning("event=stockfish_missing path=%s error=%r", self.stockfish_path, error)
                 self.stockfish_path = None  # not installed: random moves from now on
         return self._engine
 
     def close_engine(self) -> None:
         if self._engine is not None:
-            try:
-                self._engine.quit()
-            except Exception:
-                pass  # already dead
+            close_stockfish(self._engine)
             self._engine = None
 
     def close(self) -> None:

@@ -78,7 +78,15 @@ import numpy as np
 
 from oneply.engine.inference import MoveScore
 from oneply.engine.policy_config import BY_UCI, PolicyConfig, UciOptionSpec, uci_options
-from oneply.engine.stockfish import LOOKUP_TEXT, find_stockfish
+from oneply.engine.stockfish import (
+    LOOKUP_TEXT,
+    START_TIMEOUT_S,
+    StockfishStartError,
+    close_stockfish,
+    find_stockfish,
+    open_stockfish,
+    start_message,
+)
 
 __all__ = ["Decision", "MovePolicy", "PolicyConfig", "find_stockfish"]
 
@@ -98,7 +106,6 @@ HANG_SLACK_S = 2.0
 #: a game whose best move is scored above this starts Stockfish in the background
 WARM_UP_WIN = 0.9
 #: longest wait for Stockfish to start (it normally starts in well under a second)
-START_TIMEOUT_S = 10.0
 
 
 @dataclass(frozen=True)
@@ -233,12 +240,10 @@ class StockfishFallback:
         executable = find_stockfish(self.path)
         if executable is None:
             where = self.path or LOOKUP_TEXT
-            self._fail("missing", f"Stockfish not found ({where}); set StockfishPath")
+            self._fail("missing", start_message(f"not found ({where}); set StockfishPath"))
             return
         self._pool = concurrent.futures.ThreadPoolExecutor(1, "oneply-stockfish-start")
-        self._starting = self._pool.submit(
-            chess.engine.SimpleEngine.popen_uci, executable, timeout=START_TIMEOUT_S
-        )
+        self._starting = self._pool.submit(open_stockfish, executable, None, START_TIMEOUT_S)
 
     def best_among(
         self,
@@ -284,8 +289,11 @@ class StockfishFallback:
             return self._starting.result(timeout=wait_s)
         except concurrent.futures.TimeoutError:
             return None  # still starting; try again next move
+        except StockfishStartError as error:
+            self._fail("crashed", str(error))
+            return None
         except Exception as error:
-            self._fail("crashed", f"Stockfish did not start ({type(error).__name__}: {error})")
+            self._fail("crashed", start_message(f"{type(error).__name__}: {error}"))
             return None
 
     def _fail(self, kind: str, message: str) -> None:
@@ -310,7 +318,7 @@ class StockfishFallback:
 
 def _close_started_engine(future: concurrent.futures.Future) -> None:
     if not future.cancelled() and future.exception() is None:
-        future.result().close()  # closes the transport, which kills the process
+        close_stockfish(future.result(), kill=True)  # never blocks on a hung engine
 
 
 # --- the policy -----------------------------------------------------------------------------

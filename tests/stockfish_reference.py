@@ -7,6 +7,7 @@ from __future__ import annotations
 import chess
 import chess.engine
 
+from oneply.engine.stockfish import multipv_scores
 from oneply.engine.values import score_to_win
 from oneply.training.stockfish_scorer import settle_without_engine
 
@@ -25,13 +26,8 @@ def reference_values(
             values[move] = settled
     if searched:
         root = board.copy(stack=False)
-        infos = engine.analyse(
-            root, limit, multipv=len(searched), root_moves=searched, game=object()
-        )
-        for info in infos:
-            pv, score = info.get("pv"), info.get("score")
-            if pv and score is not None and pv[0] in searched and pv[0] not in values:
-                values[pv[0]] = score_to_win(score.relative)
+        scores = multipv_scores(engine, root, limit, searched, game=object())
+        values.update((move, score_to_win(score)) for move, score in scores.items())
     for move in searched:
         if move not in values:
             child = board.copy(stack=False)

@@ -341,8 +341,8 @@ def test_validation_and_puzzle_check_land_in_metrics_and_plot(tmp_path: Path) ->
 def test_the_puzzle_check_agrees_with_oneply_eval() -> None:
     """The torch check of the warm-started bundled model and the onnxruntime evaluation of its
     file solve the same puzzles (a trained model: no near-ties for float noise to flip)."""
-    from oneply.engine.model_file import BUNDLED_MODEL
     from oneply.arena.puzzles import read_puzzles, solve_puzzles
+    from oneply.engine.model_file import BUNDLED_MODEL
     from oneply.training.validation import TorchScorer
 
     puzzles = read_puzzles(DEV_PUZZLES, 40)

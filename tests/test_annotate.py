@@ -19,6 +19,7 @@ import pytest
 from processes import session_processes, wait_until_gone
 
 from oneply.engine.moves import legal_move_ids
+from oneply.engine.stockfish import close_stockfish, open_stockfish
 from oneply.engine.tokenizer import tokenize
 from oneply.training import annotate
 from oneply.training.dataset import AnnotatedDataset, Shard, position_key
@@ -186,7 +187,7 @@ def test_resume_refuses_other_settings_and_bad_input(tmp_path: Path, capsys) -> 
     assert annotate.run(_args(str(bad), "--out", str(tmp_path / "o2"))) == 2
     assert f"{bad}:2" in capsys.readouterr().err
     assert annotate.run(_args(*base, "--depth", "3", "--stockfish", "/nonexistent/sf")) == 2
-    assert "cannot start Stockfish" in capsys.readouterr().err
+    assert "Stockfish did not start" in capsys.readouterr().err
 
 
 def test_shard_k_of_n_keeps_its_chunks(tmp_path: Path) -> None:
@@ -307,7 +308,7 @@ def test_pgn_games_are_streamed_deduplicated_excluded_and_resumed(tmp_path: Path
     stored = {position_key(s): (s, w) for s, _, w in (dataset[i] for i in range(len(dataset)))}
     assert len(stored) == len(dataset)  # nothing twice
     assert stored.keys() == expected.keys() - banned
-    engine = chess.engine.SimpleEngine.popen_uci(stockfish_path())
+    engine = open_stockfish(stockfish_path())
     try:
         for key in list(stored)[::25]:
             board = chess.Board(expected[key])
@@ -315,7 +316,7 @@ def test_pgn_games_are_streamed_deduplicated_excluded_and_resumed(tmp_path: Path
             wins = np.array([fresh[m] for m in board.legal_moves])
             np.testing.assert_allclose(stored[key][1], wins, atol=1 / 65535)
     finally:
-        engine.quit()
+        close_stockfish(engine)
     assert annotate.run(_args(*common)) == 0  # all done: nothing new
     assert len(AnnotatedDataset(out)) == len(stored)
 

@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 from processes import session_processes, wait_until_gone
 
+from oneply.engine.stockfish import close_stockfish, open_stockfish
 from oneply.engine.tokenizer import tokenize
 from oneply.training import generate
 from oneply.training.compact import fen_of_tokens
@@ -234,7 +235,7 @@ def test_inspect_records_agree_with_a_fresh_stockfish_and_the_table_counts(
     assert inspect_data.run(parser.parse_args([str(out), "--sample", "6", "--json"])) == 0
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == 6
-    engine = chess.engine.SimpleEngine.popen_uci(stockfish_path())
+    engine = open_stockfish(stockfish_path())
     try:
         for line in lines:
             record = json.loads(line)
@@ -244,7 +245,7 @@ def test_inspect_records_agree_with_a_fresh_stockfish_and_the_table_counts(
             for move, value in fresh.items():
                 assert abs(record["values"][move.uci()] - value) < 1e-4, (record["fen"], move)
     finally:
-        engine.quit()
+        close_stockfish(engine)
     assert inspect_data.run(parser.parse_args([str(out), "--json"])) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["positions"] == 80 and report["formats"] == {"oneply-shard-v2": report["shards"]}

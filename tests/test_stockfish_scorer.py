@@ -9,6 +9,7 @@ import chess
 import chess.engine
 import pytest
 
+from oneply.engine.stockfish import SMALL, open_stockfish
 from oneply.training.annotate import AnnotateError, open_engine
 from oneply.training.stockfish_scorer import StockfishError, StockfishScorer, parse_line
 from tests.stockfish_reference import reference_values
@@ -34,9 +35,8 @@ def test_values_equal_python_chess_analysis(stockfish: str, limit: chess.engine.
     boards = _positions(40)
     with (
         StockfishScorer(stockfish) as scorer,
-        chess.engine.SimpleEngine.popen_uci(stockfish) as ref,
+        open_stockfish(stockfish, SMALL) as ref,
     ):
-        ref.configure({"Threads": 1, "Hash": 16})
         for board in boards:
             values = scorer.score_moves(board, limit)
             assert values.keys() == set(board.legal_moves)

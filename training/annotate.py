@@ -35,11 +35,11 @@ from tqdm import tqdm
 
 from oneply.arena import DEV_PUZZLES
 from oneply.engine.moves import MOVE_INDEX
-from oneply.engine.stockfish import LOOKUP_TEXT
+from oneply.engine.stockfish import LOOKUP_TEXT, StockfishStartError
 from oneply.engine.tokenizer import TokenizerError, board_from, tokenize
 from oneply.training.dataset import DatasetError, Shard, write_shard
 from oneply.training.shard_writer import parse_shard
-from oneply.training.stockfish_scorer import StockfishError, StockfishScorer, open_scorer
+from oneply.training.stockfish_scorer import StockfishError, StockfishScorer
 from oneply.training.workers import sigterm_as_interrupt, worker_pool
 
 DEFAULT_DEPTH = 8
@@ -181,8 +181,8 @@ _worker: dict = {}
 
 def open_engine(path: str) -> StockfishScorer:
     try:
-        return open_scorer(path)
-    except StockfishError as error:
+        return StockfishScorer(path)
+    except (StockfishStartError, StockfishError) as error:
         raise AnnotateError(str(error)) from None
 
 

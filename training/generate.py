@@ -57,7 +57,7 @@ from oneply.training.shard_writer import (
     parse_shard,
     write_manifest,
 )
-from oneply.training.stockfish_scorer import open_scorer
+from oneply.training.stockfish_scorer import StockfishScorer
 from oneply.training.workers import worker_pool
 
 SHARD_PREFIX = "gen-"
@@ -96,7 +96,7 @@ def run_generate(args: argparse.Namespace) -> dict:
     books = [str(p) for p in (args.book or [p for p in DEFAULT_BOOKS if p.exists()])]
     check_books(books)
     eco = load_eco_lines(Path(args.eco) if args.eco else None)
-    engine = open_scorer(args.stockfish)
+    engine = StockfishScorer(args.stockfish)
     version = engine.id.get("name", "unknown")
     engine.quit()
     recorded = {

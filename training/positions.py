@@ -49,7 +49,13 @@ import chess.polyglot
 from tqdm import tqdm
 
 from oneply.arena import DEV_PUZZLES
-from oneply.engine.stockfish import LOOKUP_TEXT, StockfishNotFound, require_stockfish
+from oneply.engine.stockfish import (
+    LOOKUP_TEXT,
+    SMALL,
+    StockfishStartError,
+    close_stockfish,
+    open_stockfish,
+)
 from oneply.engine.tokenizer import tokenize
 from oneply.engine.values import score_to_win
 from oneply.training.dataset import DatasetError, puzzle_keys
@@ -113,18 +119,13 @@ class GameMaker:
         self.eco_lines = eco_lines
         self.books = [chess.polyglot.open_reader(p) for p in settings.books]
         try:
-            self.engine = chess.engine.SimpleEngine.popen_uci(require_stockfish(settings.stockfish))
-        except StockfishNotFound as error:
-            raise PositionsError(f"cannot start Stockfish: {error}") from None
-        except (OSError, chess.engine.EngineError) as error:
-            raise PositionsError(
-                f"cannot start Stockfish at {settings.stockfish}: {error}"
-            ) from None
-        self.engine.configure({"Threads": 1, "Hash": 16})
+            self.engine = open_stockfish(settings.stockfish, SMALL)
+        except StockfishStartError as error:
+            raise PositionsError(str(error)) from None
         self.skill: int | None = None
 
     def close(self) -> None:
-        self.engine.quit()
+        close_stockfish(self.engine)
         for book in self.books:
             book.close()
 

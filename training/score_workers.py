@@ -18,7 +18,7 @@ import chess.polyglot
 
 from oneply.engine.tokenizer import tokenize
 from oneply.training.scored_games import GamePlayer, GameSettings, Record, state_key
-from oneply.training.stockfish_scorer import open_scorer
+from oneply.training.stockfish_scorer import StockfishScorer
 from oneply.training.workers import worker_pool
 
 #: this worker process's Stockfish and player, set by :func:`init_worker`
@@ -31,7 +31,7 @@ def _alive() -> None:
 
 
 def init_worker(settings: GameSettings, stockfish: str, books, eco, parent: int) -> None:
-    engine = open_scorer(stockfish)
+    engine = StockfishScorer(stockfish)
     readers = [chess.polyglot.open_reader(p) for p in books]
     player = GamePlayer(settings, engine, readers, eco, alive=_alive)
     _worker.update(player=player, parent=parent)

@@ -24,21 +24,15 @@ run was resumed.
 
 from __future__ import annotations
 
-import contextlib
-import subprocess
 from types import TracebackType
 
 import chess
 import chess.engine
 
-from oneply.engine.stockfish import StockfishNotFound, require_stockfish
+from oneply.engine.stockfish import StockfishError, UciPipe
 from oneply.engine.values import score_to_win
 
 HASH_MB = 16
-
-
-class StockfishError(RuntimeError):
-    """Stockfish could not be started, or stopped answering."""
 
 
 def settle_without_engine(board: chess.Board, move: chess.Move) -> float | None:
@@ -79,51 +73,18 @@ def parse_line(line: str) -> tuple[int, chess.engine.Score, str] | None:
 
 
 class StockfishScorer:
-    """One single-threaded Stockfish process that scores all legal moves of positions."""
+    """One single-threaded Stockfish process that scores all legal moves of positions.
+
+    It is started and stopped by engine/stockfish.py's :class:`UciPipe` (the one start, the
+    one "Stockfish did not start: …"); what is its own is the search and the parsing."""
 
     def __init__(self, path: str | None = None, hash_mb: int = HASH_MB):
-        command = require_stockfish(path)
-        try:
-            self.process = subprocess.Popen(
-                [command],
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.DEVNULL,
-                text=True,
-                bufsize=1,
-            )
-        except OSError as error:
-            raise StockfishError(f"cannot start Stockfish at {command}: {error}") from None
+        self.pipe = UciPipe(path, {"Threads": 1, "Hash": hash_mb})
+        self.process = self.pipe.process
+        self.id = self.pipe.id
         self.multipv = 1
-        self.id: dict[str, str] = {}
-        self._send("uci")
-        for line in self._lines_until("uciok"):
-            if line.startswith("id name "):
-                self.id["name"] = line[len("id name ") :].strip()
-        self._send("setoption name Threads value 1")
-        self._send(f"setoption name Hash value {hash_mb}")
-        self._send("isready")
-        for _ in self._lines_until("readyok"):
-            pass
-
-    # -- the pipe -----------------------------------------------------------------------------
-
-    def _send(self, command: str) -> None:
-        try:
-            assert self.process.stdin is not None
-            self.process.stdin.write(command + "\n")
-            self.process.stdin.flush()
-        except (BrokenPipeError, ValueError):
-            raise StockfishError("Stockfish has exited") from None
-
-    def _lines_until(self, token: str):
-        """Yield Stockfish's lines up to (not including) the one that starts with ``token``."""
-        assert self.process.stdout is not None
-        for line in self.process.stdout:
-            if line.startswith(token):
-                return
-            yield line
-        raise StockfishError(f"Stockfish exited before answering {token!r}")
+        self._send = self.pipe.send
+        self._lines_until = self.pipe.lines_until
 
     def _search(self, board: chess.Board, limit: chess.engine.Limit, moves: list[chess.Move]):
         """Last (score, first move) of each MultiPV line of one search from a fresh game."""
@@ -173,17 +134,7 @@ class StockfishScorer:
     # -- life ---------------------------------------------------------------------------------
 
     def quit(self) -> None:
-        if self.process.poll() is None:
-            try:
-                self._send("quit")
-                self.process.wait(timeout=5)
-            except (StockfishError, subprocess.TimeoutExpired):
-                self.process.kill()
-                self.process.wait()
-        for stream in (self.process.stdin, self.process.stdout):
-            if stream is not None:
-                with contextlib.suppress(OSError):  # a dead Stockfish's pipe cannot flush
-                    stream.close()
+        self.pipe.quit()
 
     def __enter__(self) -> StockfishScorer:
         return self
@@ -195,11 +146,3 @@ class StockfishScorer:
         traceback: TracebackType | None,
     ) -> None:
         self.quit()
-
-
-def open_scorer(path: str | None) -> StockfishScorer:
-    """A started scorer; a missing Stockfish is a StockfishError that says what to do."""
-    try:
-        return StockfishScorer(path)
-    except StockfishNotFound as error:
-        raise StockfishError(f"cannot start Stockfish: {error}") from None

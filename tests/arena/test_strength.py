@@ -10,11 +10,11 @@ import chess
 import pytest
 
 from oneply.arena import DEV_PUZZLES, elo
+from oneply.arena.puzzles import read_puzzles, solve_puzzles
 from oneply.arena.strength import OpponentResult, SuiteResult, combined_rating
 from oneply.arena.strength_report import comparison
 from oneply.engine.cli import main as cli_main
 from oneply.engine.inference import Scorer
-from oneply.arena.puzzles import read_puzzles, solve_puzzles
 
 
 def suite(rating: float, pm: float) -> SuiteResult:
