@@ -25,6 +25,7 @@ from oneply.arena.engines import EngineStartError
 from oneply.arena.results import MatchResult
 from oneply.arena.runner import run_match
 from oneply.arena.settings import EngineSpec, TimeControl
+from oneply.engine.errors import CommandError
 from oneply.engine.stockfish import LOOKUP_TEXT, StockfishNotFound, require_stockfish
 
 UCI_ELO_MIN, UCI_ELO_MAX = 1350, 2850
@@ -204,16 +205,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     if not args.model and not args.engine:
-        print("oneply ladder: give a MODEL file or --engine", file=sys.stderr)
-        return 2
+        raise CommandError("oneply ladder: give a MODEL file or --engine", exit_code=2)
     if args.model and not Path(args.model).exists():
-        print(f"oneply ladder: no such model file: {args.model}", file=sys.stderr)
-        return 2
+        raise CommandError(f"oneply ladder: no such model file: {args.model}", exit_code=2)
     try:
         args.stockfish = require_stockfish(args.stockfish)
     except StockfishNotFound as exc:
-        print(f"oneply ladder: {exc}", file=sys.stderr)
-        return 2
+        raise CommandError(f"oneply ladder: {exc}", exit_code=2) from None
     if args.pgn:
         Path(args.pgn).parent.mkdir(parents=True, exist_ok=True)
         Path(args.pgn).write_text("")  # every level's games go here, one run per file
@@ -229,8 +227,7 @@ def run(args: argparse.Namespace) -> int:
         try:
             result = play_level(args, model, level, round_no)
         except EngineStartError as exc:
-            print(f"oneply ladder: engine unusable: {exc}", file=sys.stderr)
-            return 2
+            raise CommandError(f"oneply ladder: engine unusable: {exc}", exit_code=2) from None
         except KeyboardInterrupt:
             print("interrupted; fitting the games played so far", file=sys.stderr)
             break

@@ -43,6 +43,7 @@ from oneply.arena.settings import (
     MatchSettings,
     TimeControl,
 )
+from oneply.engine.errors import CommandError
 from oneply.engine.stockfish import LOOKUP_TEXT
 
 
@@ -268,18 +269,15 @@ def est_fields(data: dict[str, Any]) -> dict[str, Any]:
 
 def run(args: argparse.Namespace) -> int:
     if args.games < 1:
-        print("--games must be at least 1", file=sys.stderr)
-        return 2
+        raise CommandError("--games must be at least 1", exit_code=2)
     try:
         settings = settings_from_args(args)
     except (ValueError, OSError) as exc:
-        print(f"oneply match: {exc}", file=sys.stderr)
-        return 2
+        raise CommandError(f"oneply match: {exc}", exit_code=2) from None
     try:
         result = run_match(settings)
     except EngineStartError as exc:
-        print(f"oneply match: engine unusable: {exc}", file=sys.stderr)
-        return 2
+        raise CommandError(f"oneply match: engine unusable: {exc}", exit_code=2) from None
     except KeyboardInterrupt:
         print("interrupted; engines stopped", file=sys.stderr)
         return 130

@@ -1,4 +1,9 @@
-"""Openings for paired games: random walks through a polyglot book, EPD or PGN files."""
+"""Openings for paired games: random walks through a polyglot book, EPD or PGN files.
+
+It also holds the one weighted random walk through a polyglot book (:func:`weighted_walk`),
+which the matches, the policy play-outs and the data engine's games (training/openings.py)
+all take.
+"""
 
 from __future__ import annotations
 
@@ -39,18 +44,32 @@ def load_openings(
     return openings
 
 
+def weighted_walk(
+    board: chess.Board,
+    book: chess.polyglot.MemoryMappedReader,
+    rng: random.Random,
+    plies: int,
+    prior: int = 0,
+) -> None:
+    """Push up to ``plies`` book moves onto ``board``, each drawn with probability ∝ its
+    weight + ``prior`` (a prior of 1 gives a book's zero-weight moves a chance); the walk ends
+    where the book has no (weighted) move. One ``rng.choices`` draw per ply, so a seeded walk
+    is the same walk on every run."""
+    for _ in range(plies):
+        entries = list(book.find_all(board))
+        weights = [entry.weight + prior for entry in entries]
+        if not sum(weights):
+            return
+        board.push(rng.choices(entries, weights)[0].move)
+
+
 def book_openings(path: str, pairs: int, plies: int, rng: random.Random) -> list[Opening]:
     """Distinct weighted random walks of ``plies`` moves through a polyglot book."""
     found: dict[str, Opening] = {}
     with chess.polyglot.open_reader(path) as reader:
         for _ in range(max(pairs, 1) * 20):
             board = chess.Board()
-            for _ in range(plies):
-                try:
-                    entry = reader.weighted_choice(board, random=rng)
-                except IndexError:
-                    break
-                board.push(entry.move)
+            weighted_walk(board, reader, rng, plies)
             if board.move_stack and not board.is_game_over():
                 key = board.epd()
                 found.setdefault(key, Opening(moves=tuple(m.uci() for m in board.move_stack)))

@@ -43,13 +43,15 @@ import chess
 import chess.engine
 import chess.polyglot
 
+from oneply.arena.openings import weighted_walk
 from oneply.arena.puzzles import read_puzzles, solve_puzzles
+from oneply.arena.settings import DEFAULT_BOOK
 from oneply.engine.inference import MoveScore, MoveScorer
+from oneply.engine.model_file import add_model_argument
 from oneply.engine.policy import MovePolicy, PolicyConfig
 from oneply.engine.stockfish import close_stockfish, multipv_scores, open_stockfish
 from oneply.engine.values import cp_to_win, quantise
 
-BOOK = "/usr/share/games/gnuchess/book.bin"
 MATE_CP = 100_000
 
 #: name → PolicyConfig overrides (sampling is always off, see the module docstring)
@@ -72,13 +74,8 @@ CONFIGS: dict[str, dict] = {
 
 def _book_line(board: chess.Board, rng: random.Random, plies: int) -> None:
     try:
-        with chess.polyglot.open_reader(BOOK) as book:
-            for _ in range(plies):
-                entries = list(book.find_all(board))
-                if not entries:
-                    return
-                weights = [e.weight for e in entries]
-                board.push(rng.choices(entries, weights=weights)[0].move)
+        with chess.polyglot.open_reader(DEFAULT_BOOK) as book:
+            weighted_walk(board, book, rng, plies)
     except FileNotFoundError:
         for _ in range(plies):
             board.push(rng.choice(list(board.legal_moves)))
@@ -359,7 +356,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--positions", type=int, default=60)
     parser.add_argument("--positions-file", type=Path, default=Path("won_positions.fen"))
     parser.add_argument("--scorer", choices=["oracle", "onnx"], default="oracle")
-    parser.add_argument("--model", default=None)
+    add_model_argument(parser, "ONNX model file for --scorer onnx")
     parser.add_argument("--configs", default=",".join(CONFIGS))
     parser.add_argument("--opponent-nodes", type=int, default=5_000)
     parser.add_argument("--max-plies", type=int, default=150)

@@ -14,7 +14,13 @@ import chess.engine
 import chess.pgn
 import chess.polyglot
 
-DEFAULT_BOOK = "/usr/share/games/gnuchess/book.bin"
+#: the polyglot books Debian packages (gnuchess-book, pychess): the one place they are named
+DEBIAN_BOOKS = (
+    Path("/usr/share/games/gnuchess/book.bin"),
+    Path("/usr/share/pychess/pychess_book.bin"),
+)
+#: the matches' and play-outs' book (the data engine's games use every book that exists)
+DEFAULT_BOOK = str(DEBIAN_BOOKS[0])
 #: plies of a random book walk when --plies is not given
 DEFAULT_BOOK_PLIES = 8
 #: what a mate score counts as, in centipawns, for adjudication

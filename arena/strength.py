@@ -35,6 +35,7 @@ from oneply.arena.opponents import builtin_spec
 from oneply.arena.puzzles import puzzle_report, read_puzzles, solve_puzzles
 from oneply.arena.runner import run_match
 from oneply.arena.settings import EngineSpec, TimeControl
+from oneply.engine.errors import CommandError
 from oneply.engine.stockfish import LOOKUP_TEXT, StockfishNotFound, require_stockfish
 
 #: ratings of the non-UCI_Elo opponents on Stockfish's UCI_Elo scale at the suite's default
@@ -278,19 +279,15 @@ def run(args: argparse.Namespace) -> int:
     models = [args.model] + ([args.baseline] if args.baseline else [])
     missing = [m for m in models if not Path(m).is_file()]
     if missing:
-        print(f"oneply strength: no such model file: {', '.join(missing)}", file=sys.stderr)
-        return 2
+        raise CommandError(f"oneply strength: no such model file: {', '.join(missing)}", 2)
     if args.puzzles and args.puzzle_limit != 0 and not Path(args.puzzles).is_file():
-        print(
-            f"oneply strength: no puzzle file {args.puzzles} (--puzzle-limit 0 skips puzzles)",
-            file=sys.stderr,
+        raise CommandError(
+            f"oneply strength: no puzzle file {args.puzzles} (--puzzle-limit 0 skips puzzles)", 2
         )
-        return 2
     try:
         args.stockfish = require_stockfish(args.stockfish)
     except StockfishNotFound as exc:
-        print(f"oneply strength: {exc}", file=sys.stderr)
-        return 2
+        raise CommandError(f"oneply strength: {exc}", exit_code=2) from None
     if args.pgn:
         Path(args.pgn).parent.mkdir(parents=True, exist_ok=True)
         Path(args.pgn).write_text("")
@@ -299,8 +296,7 @@ def run(args: argparse.Namespace) -> int:
         try:
             results.append(run_suite(args, model))
         except EngineStartError as exc:
-            print(f"oneply strength: engine unusable: {exc}", file=sys.stderr)
-            return 2
+            raise CommandError(f"oneply strength: engine unusable: {exc}", 2) from None
         if results[-1].interrupted:
             break
     print(report.table(results, match.time_control(args)))

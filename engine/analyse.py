@@ -9,8 +9,9 @@ import time
 
 import chess
 
+from oneply.engine.errors import CommandError
 from oneply.engine.inference import MoveScore, Scorer
-from oneply.engine.model_file import ModelFileError
+from oneply.engine.model_file import ModelFileError, add_model_argument
 from oneply.engine.policy import MovePolicy
 from oneply.engine.tokenizer import TokenizerError, board_from
 from oneply.engine.values import win_to_cp
@@ -89,7 +90,7 @@ def print_table(result: dict) -> None:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("fen", nargs="*", help="position as FEN (default: the start position)")
     parser.add_argument("--moves", nargs="+", default=[], help="UCI moves played from the FEN")
-    parser.add_argument("--model", help="ONNX model file (default: $ONEPLY_MODEL, then bundled)")
+    add_model_argument(parser)
     parser.add_argument("--threads", type=int, default=None, help="inference threads")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
 
@@ -99,8 +100,7 @@ def run(args: argparse.Namespace) -> int:
         board = position_from(args.fen, args.moves)
         scorer = Scorer(args.model, threads=args.threads)
     except (TokenizerError, IllegalMoveError, ModelFileError) as error:
-        print(f"oneply analyse: {error}", file=sys.stderr)
-        return 2
+        raise CommandError(f"oneply analyse: {error}", exit_code=2) from None
     if not scorer.info.trained:
         print(f"warning: {scorer.info.describe()}", file=sys.stderr)
     start = time.perf_counter()

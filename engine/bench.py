@@ -32,10 +32,11 @@ import numpy as np
 import onnx
 from tqdm import tqdm
 
+from oneply.engine.errors import CommandError
 from oneply.engine.features import encode_facts
 from oneply.engine.graph import build_model, quantize_int8, weights_of
 from oneply.engine.inference import Scorer
-from oneply.engine.model_file import ModelFileError
+from oneply.engine.model_file import ModelFileError, add_model_argument
 
 POSITIONS_FILE = Path(__file__).parent / "data" / "bench_positions.txt"
 VARIANTS = ("shared_fp32", "shared_int8", "per_move_fp32")
@@ -175,9 +176,7 @@ def print_table(result: dict) -> None:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--model", help="fp32 ONNX model, shared or per_move layout (default: bundled)"
-    )
+    add_model_argument(parser, "fp32 ONNX model, shared or per_move layout")
     parser.add_argument("--threads", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--positions", type=int, default=None, help="use the first N positions")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
@@ -187,8 +186,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         result = bench(args.model, args.threads, args.positions)
     except ModelFileError as error:
-        print(f"oneply bench: {error}", file=sys.stderr)
-        return 2
+        raise CommandError(f"oneply bench: {error}", exit_code=2) from None
     if args.json:
         print(json.dumps(result, indent=2))
     else:

@@ -3,6 +3,10 @@
 Each subcommand lives in the module that does the work; that module exposes
 ``add_arguments(parser)`` and ``run(args) -> int``. Modules are imported only when their
 subcommand runs, so `oneply uci` starts fast and never imports torch.
+
+Commands report a failure one way: they raise :class:`CommandError` (bad input, a failed
+step: the message says what to do); :func:`run_reporting` prints it and returns its exit code
+(2 for bad input), here and for anyone who calls a command's ``run`` in-process.
 """
 
 from __future__ import annotations
@@ -10,9 +14,21 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+from collections.abc import Callable
 
 from oneply.engine import __version__
 from oneply.engine.errors import CommandError, missing_extra
+
+
+def run_reporting(run: Callable[[argparse.Namespace], int | None], args: argparse.Namespace) -> int:
+    """A command's ``run(args)`` as the console script runs it: its status, or a
+    CommandError's message on stderr and its exit code."""
+    try:
+        return int(run(args) or 0)
+    except CommandError as error:  # bad input or a failed step: the message says what to do
+        print(error, file=sys.stderr)
+        return error.exit_code
+
 
 #: subcommand → (module, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -70,10 +86,7 @@ def main(argv: list[str] | None = None) -> int:
         module = importlib.import_module(COMMANDS[name][0])
         parser = argparse.ArgumentParser(prog=f"oneply {name}", description=COMMANDS[name][1])
         module.add_arguments(parser)
-        return int(module.run(parser.parse_args(rest)) or 0)
-    except CommandError as error:  # bad input or a failed step: the message says what to do
-        print(error, file=sys.stderr)
-        return error.exit_code
+        return run_reporting(module.run, parser.parse_args(rest))
     except ModuleNotFoundError as error:  # an optional extra (torch, matplotlib) not installed
         message = missing_extra(error)
         if message is None:

@@ -19,7 +19,7 @@ from pathlib import Path
 import chess
 
 from oneply.engine.inference import Scorer
-from oneply.engine.model_file import ModelFileError
+from oneply.engine.model_file import ModelFileError, add_model_argument
 
 HEARTBEAT_ENV = "ONEPLY_HEARTBEAT"
 
@@ -84,7 +84,7 @@ def check_heartbeat(path: Path, max_age: float) -> str:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--model", help="ONNX model file (default: $ONEPLY_MODEL, then bundled)")
+    add_model_argument(parser)
     parser.add_argument(
         "--heartbeat",
         default=None,

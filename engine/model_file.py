@@ -22,6 +22,7 @@ Metadata properties (ONNX `metadata_props`, all strings):
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 from dataclasses import dataclass, field
@@ -107,6 +108,16 @@ def written_version(config: dict) -> str:
     if config.get("features"):
         return FORMAT_VERSION
     return "3" if config.get("mirror") else "2"
+
+
+#: how every command's ``--model`` describes the default (:func:`resolve_model_path`)
+MODEL_DEFAULT_TEXT = f"${ENV_VAR}, then bundled"
+
+
+def add_model_argument(parser: argparse.ArgumentParser, what: str = "ONNX model file") -> None:
+    """The one ``--model`` option: None when not given, which :func:`resolve_model_path` (and
+    so ``Scorer``) turns into $ONEPLY_MODEL, then the bundled model."""
+    parser.add_argument("--model", default=None, help=f"{what} (default: {MODEL_DEFAULT_TEXT})")
 
 
 def resolve_model_path(explicit: str | os.PathLike | None = None) -> Path:

@@ -87,6 +87,7 @@ from oneply.engine.stockfish import (
     open_stockfish,
     start_message,
 )
+from oneply.engine.values import sample_softmax
 
 __all__ = ["Decision", "MovePolicy", "PolicyConfig", "find_stockfish"]
 
@@ -193,17 +194,6 @@ def adjust_scores(
     adjusted = [replace(s, win=DRAW) if s.move in reasons else s for s in scores]
     adjusted.sort(key=lambda s: -s.win)
     return adjusted, reasons
-
-
-def softmax_sample(wins: np.ndarray, temperature: float, rng: np.random.Generator) -> int:
-    """Index drawn from softmax(wins / temperature).
-
-    The best win is subtracted before dividing: wins / 1e-320 overflows to inf, and
-    inf - inf is NaN, whereas (win - best) / T only goes to -inf, whose exp is 0."""
-    with np.errstate(over="ignore", divide="ignore"):
-        logits = (wins - wins.max()) / temperature
-    probs = np.exp(logits)
-    return int(rng.choice(len(wins), p=probs / probs.sum()))
 
 
 def own_moves_played(board: chess.Board) -> int:
@@ -428,7 +418,7 @@ class MovePolicy:
         if config.temperature <= 0 or own_moves_played(board) >= config.sample_moves:
             return None
         wins = np.array([s.win for s in ranked], dtype=np.float64)
-        pick = ranked[softmax_sample(wins, config.temperature, self._rng)]
+        pick = ranked[sample_softmax(wins, config.temperature, self._rng)]
         return Decision(pick.move, pick.win, "sample", tuple(ranked))
 
     # -- lifecycle and reporting

@@ -97,3 +97,25 @@ def board_from(position: chess.Board | str) -> chess.Board:
 def tokenize(position: chess.Board | str) -> np.ndarray:
     """77 int64 token ids for a board or FEN string."""
     return np.fromiter((CHAR_INDEX[c] for c in state_string(position)), np.int64, STATE_LENGTH)
+
+
+# --------------------------------------------------------------------------- identity
+
+#: the tokens that make two positions the same: side, board, castling and en passant, not the
+#: move counters (the first 71 of the 77)
+KEY_LENGTH = _STARTS[list(_WIDTHS).index("halfmove")]
+
+
+def position_key(state_tokens: np.ndarray) -> bytes:
+    """The identity of a tokenized position (its first :data:`KEY_LENGTH` tokens as bytes): the
+    one key of deduplication, the train/val split and the puzzle exclusion."""
+    tokens = np.asarray(state_tokens)
+    if tokens.shape[-1] != STATE_LENGTH:
+        raise ValueError(f"expected {STATE_LENGTH} state tokens, got shape {tokens.shape}")
+    return np.ascontiguousarray(tokens[:KEY_LENGTH], dtype=np.uint8).tobytes()
+
+
+def fen_key(fen: str) -> str:
+    """The same identity for a FEN as python-chess writes it: its first four fields (board,
+    side, castling, en passant), for the text files of `train positions`."""
+    return " ".join(fen.split(" ")[:4])

@@ -8,6 +8,7 @@ arrays here, so a model is trained, evaluated and played with the same bins.
 from __future__ import annotations
 
 import math
+import random
 
 import chess.engine
 import numpy as np
@@ -112,3 +113,25 @@ def wdl_permille(win: float) -> tuple[int, int, int]:
     """
     w = round(1000 * min(max(win, 0.0), 1.0))
     return w, 0, 1000 - w
+
+
+def softmax_weights(wins: np.ndarray, temperature: float) -> np.ndarray:
+    """Unnormalised softmax(wins / temperature), safe at any temperature > 0.
+
+    The best win is subtracted before dividing: wins / 1e-320 overflows to inf, and
+    inf - inf is NaN, whereas (win - best) / T only goes to -inf, whose exp is 0."""
+    with np.errstate(over="ignore", divide="ignore"):
+        logits = (wins - wins.max()) / temperature
+    return np.exp(logits)
+
+
+def sample_softmax(
+    wins: np.ndarray, temperature: float, rng: random.Random | np.random.Generator
+) -> int:
+    """An index drawn with probability ∝ exp(win / temperature), from the caller's own random
+    stream: the engine's seeded numpy Generator, or the data engine's per-game random.Random
+    (whose games must replay draw for draw when a run resumes, so each keeps its own draw)."""
+    weights = softmax_weights(wins, temperature)
+    if isinstance(rng, random.Random):
+        return rng.choices(range(len(wins)), weights.tolist())[0]
+    return int(rng.choice(len(wins), p=weights / weights.sum()))

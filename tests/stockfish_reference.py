@@ -9,21 +9,14 @@ import chess.engine
 
 from oneply.engine.stockfish import multipv_scores
 from oneply.engine.values import score_to_win
-from oneply.training.stockfish_scorer import settle_without_engine
+from oneply.training.stockfish_scorer import settled_and_searched
 
 
 def reference_values(
     engine: chess.engine.SimpleEngine, board: chess.Board, limit: chess.engine.Limit
 ) -> dict[chess.Move, float]:
     """Win probability (for the mover) of each legal move, from a fresh Stockfish game."""
-    values: dict[chess.Move, float] = {}
-    searched = []
-    for move in board.legal_moves:
-        settled = settle_without_engine(board, move)
-        if settled is None:
-            searched.append(move)
-        else:
-            values[move] = settled
+    values, searched = settled_and_searched(board)
     if searched:
         root = board.copy(stack=False)
         scores = multipv_scores(engine, root, limit, searched, game=object())

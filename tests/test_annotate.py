@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 from processes import session_processes, wait_until_gone
 
+from oneply.engine.cli import run_reporting
 from oneply.engine.moves import legal_move_ids
 from oneply.engine.stockfish import close_stockfish, open_stockfish
 from oneply.engine.tokenizer import tokenize
@@ -179,14 +180,17 @@ def test_resume_refuses_other_settings_and_bad_input(tmp_path: Path, capsys) -> 
     assert annotate.run(_args(*base, "--depth", "3")) == 0
     assert annotate.run(_args(*base, "--depth", "3")) == 0  # nothing to redo
     assert "1 of 1 chunks already done" in capsys.readouterr().out
-    assert annotate.run(_args(*base, "--depth", "4")) == 2
+    assert run_reporting(annotate.run, _args(*base, "--depth", "4")) == 2
     assert "depth" in capsys.readouterr().err
 
     bad = tmp_path / "bad.txt"
     bad.write_text(_fens(1)[0] + "\nnot a fen\n")
-    assert annotate.run(_args(str(bad), "--out", str(tmp_path / "o2"))) == 2
+    assert run_reporting(annotate.run, _args(str(bad), "--out", str(tmp_path / "o2"))) == 2
     assert f"{bad}:2" in capsys.readouterr().err
-    assert annotate.run(_args(*base, "--depth", "3", "--stockfish", "/nonexistent/sf")) == 2
+    assert (
+        run_reporting(annotate.run, _args(*base, "--depth", "3", "--stockfish", "/nonexistent/sf"))
+        == 2
+    )
     assert "Stockfish did not start" in capsys.readouterr().err
 
 
@@ -222,7 +226,7 @@ def test_grown_positions_file_redoes_only_the_partial_chunk(tmp_path: Path) -> N
     assert (out / "chunk-000000" / "meta.json").read_text() == first, "finished chunk kept"
     assert sorted(_keys_in(out)) == sorted(position_key(tokenize(f)) for f in fens)
     _write_positions(positions, fens[::-1])
-    assert annotate.run(_args(*argv)) == 2  # different positions: refuse to mix
+    assert run_reporting(annotate.run, _args(*argv)) == 2  # different positions: refuse to mix
 
 
 def test_values_do_not_depend_on_workers_or_chunks(tmp_path: Path) -> None:

@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 from processes import session_processes, wait_until_gone
 
+from oneply.engine.cli import run_reporting
 from oneply.engine.stockfish import close_stockfish, open_stockfish
 from oneply.engine.tokenizer import tokenize
 from oneply.training import generate
@@ -262,10 +263,15 @@ def test_unreadable_book_or_eco_file_is_a_clear_error(tmp_path: Path, capsys) ->
     not_a_book = tmp_path / "book.bin"
     not_a_book.write_bytes(b"\x01\x02\x03")  # not a multiple of 16 bytes: no polyglot book
     for bad in (["--book", str(tmp_path / "missing.bin")], ["--book", str(not_a_book)]):
-        assert generate.run(_args("--out", str(out), "--count", "5", *FAST, *bad)) == 2
+        assert (
+            run_reporting(generate.run, _args("--out", str(out), "--count", "5", *FAST, *bad)) == 2
+        )
         assert "polyglot book" in capsys.readouterr().err
     assert (
-        generate.run(_args("--out", str(out), "--count", "5", *FAST, "--eco", str(tmp_path))) == 2
+        run_reporting(
+            generate.run, _args("--out", str(out), "--count", "5", *FAST, "--eco", str(tmp_path))
+        )
+        == 2
     )
     assert "ECO file" in capsys.readouterr().err
     assert not list(out.iterdir())  # nothing written, so the fixed command is not refused

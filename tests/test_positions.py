@@ -11,6 +11,7 @@ import chess
 import pytest
 
 from oneply.arena import DEV_PUZZLES
+from oneply.engine.cli import run_reporting
 from oneply.engine.tokenizer import tokenize
 from oneply.training import positions
 from oneply.training.dataset import DatasetError, position_key, puzzle_keys
@@ -98,11 +99,14 @@ def test_generate_resume_unique_and_excluded(tmp_path: Path) -> None:
 
 def test_bad_arguments_are_clear_errors(tmp_path: Path, capsys) -> None:
     out = str(tmp_path / "p.txt")
-    assert positions.run(_args("--out", out, "--count", "0")) == 2
+    assert run_reporting(positions.run, _args("--out", out, "--count", "0")) == 2
     assert "--count" in capsys.readouterr().err
     for book in (tmp_path, tmp_path / "missing.bin", tmp_path / "odd.bin"):
         (tmp_path / "odd.bin").write_bytes(b"not a book")
-        assert positions.run(_args("--out", out, "--count", "5", "--books", str(book))) == 2
+        assert (
+            run_reporting(positions.run, _args("--out", out, "--count", "5", "--books", str(book)))
+            == 2
+        )
         assert f"{book}: " in capsys.readouterr().err and not Path(out).exists()
 
 

@@ -34,6 +34,8 @@ import numpy as np
 from tqdm import tqdm
 
 from oneply.arena import DEV_PUZZLES
+from oneply.engine.errors import CommandError
+from oneply.engine.files import write_json_atomic
 from oneply.engine.moves import MOVE_INDEX
 from oneply.engine.stockfish import LOOKUP_TEXT, StockfishStartError
 from oneply.engine.tokenizer import TokenizerError, board_from, tokenize
@@ -276,12 +278,7 @@ def write_manifest(out: Path, header: dict, total_chunks: int) -> dict:
         "skipped": sum(e["skipped"] or 0 for e in entries),
         "shards": entries,
     }
-    temporary = out / f".manifest.json.tmp-{os.getpid()}"
-    with open(temporary, "w") as file:
-        json.dump(manifest, file, indent=1)
-        file.flush()
-        os.fsync(file.fileno())
-    os.replace(temporary, out / "manifest.json")
+    write_json_atomic(out / "manifest.json", manifest)
     return manifest
 
 
@@ -360,8 +357,7 @@ def run(args: argparse.Namespace) -> int:
         with sigterm_as_interrupt():
             return _run(args)
     except AnnotateError as error:
-        print(f"oneply train annotate: error: {error}", file=sys.stderr)
-        return 2
+        raise CommandError(f"oneply train annotate: error: {error}", exit_code=2) from None
     except KeyboardInterrupt:
         print("\ninterrupted: finished chunks are kept; rerun to resume", file=sys.stderr)
         return 130

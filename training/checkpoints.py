@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from oneply.engine.files import atomic_path
 from oneply.training.config import TrainConfig
 from oneply.training.model import ActionValueModel, ModelConfig
 from oneply.training.optim import EMA, make_optimizer
@@ -38,12 +39,10 @@ def set_rng_state(state: dict) -> None:
 
 def save_atomic(obj: object, path: Path) -> None:
     """torch.save to a temporary file, fsync, rename: a killed run never leaves half a file."""
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    with open(tmp, "wb") as file:
+    with atomic_path(path) as tmp, open(tmp, "wb") as file:
         torch.save(obj, file)
         file.flush()
         os.fsync(file.fileno())
-    os.replace(tmp, path)
 
 
 def trim_metrics(path: Path, step: int) -> None:

@@ -40,14 +40,14 @@ from typing import NoReturn
 
 import numpy as np
 
+from oneply.engine.files import temporary_path
 from oneply.engine.moves import NUM_MOVES
-from oneply.engine.tokenizer import STATE_LENGTH, VOCAB_SIZE
+from oneply.engine.tokenizer import KEY_LENGTH, STATE_LENGTH, VOCAB_SIZE, position_key
 from oneply.training import compact
 
 FORMAT = "oneply-shard-v1"
 ARRAYS = ("states", "offsets", "moves", "wins")
 #: tokens 0..70 are side (1), board (64), castling (4) and en passant (2); the rest are counters
-KEY_LENGTH = 71
 
 
 class DatasetError(ValueError):
@@ -55,14 +55,6 @@ class DatasetError(ValueError):
 
 
 # --------------------------------------------------------------------------- split
-
-
-def position_key(state_tokens: np.ndarray) -> bytes:
-    """The identity of a position: its first 71 tokens (without the move counters)."""
-    tokens = np.asarray(state_tokens)
-    if tokens.shape[-1] != STATE_LENGTH:
-        raise ValueError(f"expected {STATE_LENGTH} state tokens, got shape {tokens.shape}")
-    return tokens[:KEY_LENGTH].astype(np.uint8).tobytes()
 
 
 def puzzle_keys(paths: Sequence[Path | str]) -> set[bytes]:
@@ -245,7 +237,7 @@ def _process_alive(pid: int) -> bool:
 
 def _publish(path: Path, fill, action_values: int, meta: dict | None) -> dict:
     """Fill a hidden temporary directory, add meta.json, fsync and rename it to ``path``."""
-    temporary = path.parent / f".{path.name}.tmp-{os.getpid()}"
+    temporary = temporary_path(path)
     if temporary.exists():
         shutil.rmtree(temporary)
     temporary.mkdir(parents=True)

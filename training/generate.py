@@ -36,6 +36,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from oneply.arena import DEV_PUZZLES
+from oneply.engine.errors import CommandError
 from oneply.engine.stockfish import LOOKUP_TEXT
 from oneply.training.dataset import DatasetError, puzzle_keys, remove_stale_temporaries
 from oneply.training.openings import (
@@ -243,8 +244,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         result = run_generate(args)
     except (GenerateError, OpeningsError, DatasetError) as error:
-        print(f"oneply train generate: error: {error}", file=sys.stderr)
-        return 2
+        raise CommandError(f"oneply train generate: error: {error}", exit_code=2) from None
     except KeyboardInterrupt:
         print("\ninterrupted: whole games are kept; rerun to resume", file=sys.stderr)
         return 130

@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from collections import Counter
 from pathlib import Path
 
 import chess
 import numpy as np
 
+from oneply.engine.errors import CommandError
 from oneply.training.compact import board_of_tokens
 from oneply.training.dataset import AnnotatedDataset, DatasetError, find_shards
 from oneply.training.positions import PIECE_MATERIAL, game_phase
@@ -165,8 +165,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         dataset = AnnotatedDataset(args.dir)
     except DatasetError as error:
-        print(f"oneply train inspect: error: {error}", file=sys.stderr)
-        return 2
+        raise CommandError(f"oneply train inspect: error: {error}", exit_code=2) from None
     if args.sample:
         for record in records(dataset, args.sample):
             print(json.dumps(record) if args.json else f"{record['fen']}  {record['values']}")

@@ -15,10 +15,10 @@ import chess
 import chess.pgn
 import chess.polyglot
 
-DEFAULT_BOOKS = (
-    Path("/usr/share/games/gnuchess/book.bin"),
-    Path("/usr/share/pychess/pychess_book.bin"),
-)
+from oneply.arena.openings import weighted_walk
+from oneply.arena.settings import DEBIAN_BOOKS
+
+DEFAULT_BOOKS = DEBIAN_BOOKS
 DEFAULT_ECO = Path("/usr/share/pgn-extract/eco.pgn")
 
 
@@ -67,12 +67,7 @@ def play_opening(
     roll = rng.random()
     if roll < book_share and books:
         book = rng.choice(books)
-        for _ in range(rng.randint(1, 24)):
-            entries = list(book.find_all(board))
-            if not entries:
-                break
-            weights = [entry.weight + 1 for entry in entries]
-            board.push(rng.choices(entries, weights)[0].move)
+        weighted_walk(board, book, rng, rng.randint(1, 24), prior=1)
         return "book"
     if roll < book_share + eco_share and eco_lines:
         line = rng.choice(eco_lines)

@@ -29,10 +29,11 @@ import chess
 import chess.pgn
 from tqdm import tqdm
 
-from oneply.engine.tokenizer import tokenize
+from oneply.engine.errors import CommandError
+from oneply.engine.tokenizer import position_key, tokenize
 from oneply.training.dataset import DatasetError, puzzle_keys
 from oneply.training.score_workers import init_worker, score_boards, stockfish_rate
-from oneply.training.scored_games import GameSettings, state_key
+from oneply.training.scored_games import GameSettings
 from oneply.training.shard_writer import (
     Reservoir,
     SourceError,
@@ -134,7 +135,7 @@ def _unknown(boards: list[chess.Board], known: set[bytes]) -> list[chess.Board]:
     """The boards not in ``known`` (first occurrences), which are added to it."""
     fresh = []
     for board in boards:
-        key = state_key(tokenize(board))
+        key = position_key(tokenize(board))
         if key not in known:
             known.add(key)
             fresh.append(board)
@@ -154,8 +155,7 @@ def run(args: argparse.Namespace, depth: int | None) -> int:
     try:
         result = run_pgn(args, depth)
     except (SourceError, DatasetError) as error:
-        print(f"oneply train annotate: error: {error}", file=sys.stderr)
-        return 2
+        raise CommandError(f"oneply train annotate: error: {error}", exit_code=2) from None
     except KeyboardInterrupt:
         print("\ninterrupted: whole games are kept; rerun to resume", file=sys.stderr)
         return 130

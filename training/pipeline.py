@@ -25,7 +25,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from oneply.arena import DEV_PUZZLES
+from oneply.engine.cli import run_reporting
 from oneply.engine.errors import CommandError
+from oneply.engine.files import atomic_path
 
 
 @dataclass(frozen=True)
@@ -73,7 +75,7 @@ def _step_args(module, argv: list[str]) -> argparse.Namespace:
 
 def _call(module, argv: list[str]) -> None:
     """Run a step module's own command line in this process; stop the pipeline if it fails."""
-    code = int(module.run(_step_args(module, argv)) or 0)
+    code = run_reporting(module.run, _step_args(module, argv))
     if code:
         raise CommandError(
             f"oneply train all: step {module.__name__} failed (exit {code})", exit_code=code
@@ -191,9 +193,8 @@ def export_and_evaluate(
     evaluation["model"] = str(model_path)
     evaluation["model_info"] = evaluation["model_info"].replace(draft.name, model_path.name)
     metrics = embedded_metrics(evaluation, checkpoint.get("metrics", {}))
-    final = out / ".model.onnx.tmp"
-    export_model(model, final, **options, metrics=metrics)
-    os.replace(final, model_path)
+    with atomic_path(model_path) as final:
+        export_model(model, final, **options, metrics=metrics)
     draft.unlink(missing_ok=True)
 
     report = {
@@ -226,8 +227,7 @@ def embedded_metrics(evaluation: dict, training_val: dict) -> dict:
 
 def run(args: argparse.Namespace) -> int:
     if not args.puzzles.is_file():
-        print(f"oneply train all: puzzle file {args.puzzles} not found", file=sys.stderr)
-        return 2
+        raise CommandError(f"oneply train all: puzzle file {args.puzzles} not found", exit_code=2)
     scale = SCALES[args.preset]
     out = args.out or Path("runs") / args.preset
     out.mkdir(parents=True, exist_ok=True)

@@ -49,6 +49,8 @@ import chess.polyglot
 from tqdm import tqdm
 
 from oneply.arena import DEV_PUZZLES
+from oneply.engine.errors import CommandError
+from oneply.engine.files import write_json_atomic
 from oneply.engine.stockfish import (
     LOOKUP_TEXT,
     SMALL,
@@ -56,10 +58,9 @@ from oneply.engine.stockfish import (
     close_stockfish,
     open_stockfish,
 )
-from oneply.engine.tokenizer import tokenize
+from oneply.engine.tokenizer import fen_key, position_key, tokenize
 from oneply.engine.values import score_to_win
 from oneply.training.dataset import DatasetError, puzzle_keys
-from oneply.training.dataset import position_key as dataset_key
 from oneply.training.openings import (
     DEFAULT_BOOKS,
     DEFAULT_ECO,
@@ -96,16 +97,6 @@ class Settings:
     max_plies: int = 300
     book_share: float = 0.6
     eco_share: float = 0.25
-
-
-def position_key(board: chess.Board) -> str:
-    """Identity for deduplication: board, side, castling and en passant (no move counters)."""
-    return " ".join(board.fen().split(" ")[:4])
-
-
-def fen_key(fen: str) -> str:
-    """position_key of a FEN written by python-chess (its first four fields)."""
-    return " ".join(fen.split(" ")[:4])
 
 
 # --------------------------------------------------------------------------- one game
@@ -294,13 +285,7 @@ def manifest_path(out: Path) -> Path:
 
 def write_manifest(out: Path, manifest: dict) -> None:
     """Write FILE.manifest.json atomically (temporary file, fsync, rename)."""
-    target = manifest_path(out)
-    temporary = target.with_name(f".{target.name}.tmp-{os.getpid()}")
-    with open(temporary, "w") as file:
-        json.dump(manifest, file, indent=1)
-        file.flush()
-        os.fsync(file.fileno())
-    os.replace(temporary, target)
+    write_json_atomic(manifest_path(out), manifest)
 
 
 def _previous_manifest(out: Path) -> dict:
@@ -377,8 +362,7 @@ def run(args: argparse.Namespace) -> int:
         with sigterm_as_interrupt():
             return _run(args)
     except (PositionsError, OpeningsError) as error:
-        print(f"oneply train positions: error: {error}", file=sys.stderr)
-        return 2
+        raise CommandError(f"oneply train positions: error: {error}", exit_code=2) from None
     except KeyboardInterrupt:
         print("\ninterrupted: the file holds whole games only; rerun to resume", file=sys.stderr)
         return 130
@@ -465,7 +449,7 @@ def _fresh(fens: list[str], seen: set[str], excluded: set[bytes], stats: Counter
     fresh, keys = [], set()
     for fen in fens:
         key = fen_key(fen)
-        if dataset_key(tokenize(fen)) in excluded:
+        if position_key(tokenize(fen)) in excluded:
             stats["excluded"] += 1
         elif key in seen or key in keys:
             stats["duplicates"] += 1

@@ -16,8 +16,8 @@ import time
 import chess
 import chess.polyglot
 
-from oneply.engine.tokenizer import tokenize
-from oneply.training.scored_games import GamePlayer, GameSettings, Record, state_key
+from oneply.engine.tokenizer import position_key, tokenize
+from oneply.training.scored_games import GamePlayer, GameSettings, Record
 from oneply.training.stockfish_scorer import StockfishScorer
 from oneply.training.workers import worker_pool
 
@@ -49,7 +49,7 @@ def score_boards(fens: list[str]) -> list[Record]:
     for fen in fens:
         board = chess.Board(fen)
         state = tokenize(board)
-        records.append(Record(state_key(state), fen, state.astype("uint8"), player.score(board)))
+        records.append(Record(position_key(state), fen, state.astype("uint8"), player.score(board)))
     return records
 
 

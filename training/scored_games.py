@@ -45,8 +45,8 @@ import chess.engine
 import chess.polyglot
 import numpy as np
 
-from oneply.engine.tokenizer import tokenize
-from oneply.training.dataset import KEY_LENGTH
+from oneply.engine.tokenizer import position_key, tokenize
+from oneply.engine.values import sample_softmax
 from oneply.training.openings import game_finished, play_opening
 from oneply.training.stockfish_scorer import StockfishScorer
 
@@ -87,11 +87,6 @@ class Record:
     wins: np.ndarray
 
 
-def state_key(state: np.ndarray) -> bytes:
-    """Dedup identity of a tokenized position (the same bytes as dataset.position_key)."""
-    return np.ascontiguousarray(state[:KEY_LENGTH], dtype=np.uint8).tobytes()
-
-
 def greedy_capture(board: chess.Board) -> chess.Move | None:
     """The capture of the most valuable piece (cheapest capturer on ties), or None."""
     best, best_gain = None, -1.0
@@ -104,12 +99,6 @@ def greedy_capture(board: chess.Board) -> chess.Move | None:
         if gain > best_gain:
             best, best_gain = move, gain
     return best
-
-
-def softmax_choice(wins: np.ndarray, temperature: float, rng: random.Random) -> int:
-    """An index drawn with probability ∝ exp(win / temperature)."""
-    weights = np.exp((wins.astype(np.float64) - float(wins.max())) / temperature)
-    return rng.choices(range(len(wins)), weights.tolist())[0]
 
 
 class GamePlayer:
@@ -149,7 +138,7 @@ class GamePlayer:
             capture = greedy_capture(board)
             if capture is not None:
                 return capture
-        return moves[softmax_choice(wins, temperature, rng)]
+        return moves[sample_softmax(wins.astype(np.float64), temperature, rng)]
 
     def play(self, game_number: int) -> Iterator[Record]:
         """One game, seeded by (seed, game_number); yields every position it scored, in order
@@ -163,7 +152,7 @@ class GamePlayer:
         decided = 0  # consecutive positions whose best move wins or loses almost surely
         while board.ply() < s.max_plies and not game_finished(board) and decided < s.decided_plies:
             state = tokenize(board)
-            key = state_key(state)
+            key = position_key(state)
             full = state.astype(np.uint8).tobytes()  # the clocks change the values a little
             wins = self.cache.get(full)
             if wins is None:

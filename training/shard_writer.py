@@ -10,16 +10,16 @@ bytes on disk, and a sample of the positions for the Stockfish-alone rate measur
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import random
 import time
 from pathlib import Path
 
 import numpy as np
 
+from oneply.engine.files import write_json_atomic
+from oneply.engine.tokenizer import position_key
 from oneply.training.dataset import DatasetError, Shard, find_shards, write_compact_shard
-from oneply.training.scored_games import Record, state_key
+from oneply.training.scored_games import Record
 
 MANIFEST = "manifest.json"
 
@@ -50,7 +50,7 @@ def existing(out: Path, shard: str, match: dict | None = None) -> tuple[set[byte
             loaded = Shard(path)
         except DatasetError as error:
             raise SourceError(f"{error}; move the broken shard away and rerun") from None
-        keys.update(state_key(row) for row in np.asarray(loaded.states))
+        keys.update(position_key(row) for row in np.asarray(loaded.states))
         mine = all(loaded.meta.get(key) == value for key, value in (match or {}).items())
         if mine and loaded.meta.get("shard", "0/1") == shard and "games" in loaded.meta:
             next_game = max(next_game, int(loaded.meta["games"][1]))
@@ -129,6 +129,4 @@ class Writer:
 
 
 def write_manifest(out: Path, manifest: dict) -> None:
-    temporary = out / f".{MANIFEST}.tmp-{os.getpid()}"
-    temporary.write_text(json.dumps(manifest, indent=1))
-    os.replace(temporary, out / MANIFEST)
+    write_json_atomic(out / MANIFEST, manifest)

@@ -48,6 +48,21 @@ def settle_without_engine(board: chess.Board, move: chess.Move) -> float | None:
         board.pop()
 
 
+def settled_and_searched(board: chess.Board) -> tuple[dict[chess.Move, float], list[chess.Move]]:
+    """The legal moves split into those settled without the engine (with their values) and
+    those Stockfish must score, in legal-move order: the one rule of both the scorer and the
+    tests' independent reference."""
+    values: dict[chess.Move, float] = {}
+    searched: list[chess.Move] = []
+    for move in board.legal_moves:
+        settled = settle_without_engine(board, move)
+        if settled is None:
+            searched.append(move)
+        else:
+            values[move] = settled
+    return values, searched
+
+
 def go_command(limit: chess.engine.Limit) -> str:
     """`go depth D` or `go nodes N` (the data engine's two limits)."""
     if limit.nodes is not None:
@@ -107,14 +122,7 @@ class StockfishScorer:
 
     def score_moves(self, board: chess.Board, limit: chess.engine.Limit) -> dict[chess.Move, float]:
         """Win probability (for the mover) of every legal move of ``board``."""
-        values: dict[chess.Move, float] = {}
-        searched: list[chess.Move] = []
-        for move in board.legal_moves:
-            settled = settle_without_engine(board, move)
-            if settled is None:
-                searched.append(move)
-            else:
-                values[move] = settled
+        values, searched = settled_and_searched(board)
         if not searched:
             return values
         for score, first in self._search(board, limit, searched):

@@ -4,7 +4,6 @@ dev-puzzle check, the metrics log and its plot."""
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -14,6 +13,7 @@ import numpy as np
 import torch
 
 from oneply.arena.puzzles import solve_puzzles
+from oneply.engine.files import atomic_path
 from oneply.engine.inference import MoveScore, encode_batch, ranked_moves
 from oneply.engine.values import expected_win
 from oneply.training.batches import collate
@@ -102,10 +102,9 @@ def plot_metrics(metrics_path: Path, png_path: Path) -> None:
         ax.grid(alpha=0.3)
         ax.legend()
     fig.tight_layout()
-    tmp = png_path.with_name(f".{png_path.name}.tmp.png")
-    fig.savefig(tmp, dpi=100)
+    with atomic_path(png_path, suffix=".png") as tmp:
+        fig.savefig(tmp, dpi=100)
     plt.close(fig)
-    os.replace(tmp, png_path)
 
 
 def append_metrics(path: Path, row: dict) -> None:
