@@ -12,18 +12,18 @@ maximum likelihood with every ``sf-eloN`` fixed at N, by coordinate ascent (each
 rating refitted with the others held, until nothing moves; the likelihood is concave, so this
 converges to the joint optimum). Each engine's interval holds the others fixed, so along a
 long chain it understates the uncertainty. The results become
-:data:`oneply.arena.strength.ANCHORS`; the README records the run.
+the anchors of arena/registry.py's ``SUITE``; the README records the run.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import re
 from collections import defaultdict
 from pathlib import Path
 
 from oneply.arena import elo
+from oneply.arena.registry import uci_elo
 
 #: (engine A, engine B) pairs of the calibration, neighbours on the scale, weakest first
 CALIBRATION: tuple[tuple[str, str], ...] = (
@@ -53,8 +53,7 @@ Result = tuple[str, str, float, float]
 
 def fixed_rating(name: str) -> float | None:
     """Stockfish's UCI_Elo levels count at their nominal Elo."""
-    found = re.fullmatch(r"sf-elo(\d+)", name)
-    return float(found.group(1)) if found else None
+    return uci_elo(name)
 
 
 def fit_pool(results: list[Result], rounds: int = 500) -> dict[str, elo.RatingFit]:

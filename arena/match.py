@@ -34,7 +34,7 @@ from typing import Any
 from oneply.arena import elo
 from oneply.arena.engines import EngineStartError
 from oneply.arena.openings import load_openings
-from oneply.arena.opponents import NAMES_TEXT, builtin_spec
+from oneply.arena.registry import NAMES_TEXT, builtin_spec
 from oneply.arena.results import MatchResult
 from oneply.arena.runner import fmt_elo, run_match
 from oneply.arena.settings import (

@@ -1,5 +1,4 @@
-"""Built-in opponents: weak, reproducible UCI engines below Stockfish's weakest level, and the
-registry of every named opponent the strength suite and `oneply match` know.
+"""Built-in opponents: weak, reproducible UCI engines below Stockfish's weakest level.
 
     python -m oneply.arena.opponents random|greedy [--seed S]
 
@@ -14,9 +13,9 @@ per process would make a game depend on which slot played it. Hashing the seed w
 position's root and move list makes the same seed and the same game history give the same
 move, whatever ran before.
 
-The named Stockfish opponents (``sf-skill0``, ``sf-elo1350``, ...) are the real Stockfish
-with UCI options; :func:`builtin_spec` turns any name into an
-:class:`~oneply.arena.settings.EngineSpec` the match runner drives.
+Every named opponent (these, and the real Stockfish with UCI options: ``sf-skill0``,
+``sf-elo1350``, ...) is in the registry, arena/registry.py, whose ``builtin_spec`` turns a
+name into an :class:`~oneply.arena.settings.EngineSpec` the match runner drives.
 """
 
 from __future__ import annotations
@@ -31,14 +30,8 @@ from typing import TextIO
 
 import chess
 
-from oneply.arena.settings import EngineSpec, TimeControl
-
 #: capture values (a king is never captured)
 PIECE_VALUE = {chess.PAWN: 1, chess.KNIGHT: 3, chess.BISHOP: 3, chess.ROOK: 5, chess.QUEEN: 9}
-
-#: Stockfish's node budget for the ``sf-skillN`` opponents: with a clock, Skill Level alone
-#: still searches deep enough to be far above the weak end of the scale
-SKILL_NODES = 2_000
 
 
 # --------------------------------------------------------------------------- move choice
@@ -195,66 +188,6 @@ def _seed_option(tokens: list[str], seed: int) -> int:
     if match and match.group(1).lower() == "seed" and match.group(2).isdigit():
         return int(match.group(2))
     return seed
-
-
-# --------------------------------------------------------------------------- registry
-
-
-def builtin_spec(
-    name: str, tc: TimeControl, seed: int = 1, stockfish: str = ""
-) -> EngineSpec | None:
-    """The EngineSpec of a built-in opponent name, or None if ``name`` is not one.
-
-    ``random``, ``greedy``: the engines of this module; ``random|greedy|sf-noiseP``: with P%
-    random moves (``sf``: Stockfish at one node). ``sf-skillN``: Stockfish at Skill
-    Level N (0..20) and :data:`SKILL_NODES` nodes a move; ``sf-skillN-nM``: M nodes a move.
-    ``sf-eloN``: Stockfish with UCI_LimitStrength at UCI_Elo N (1350..2850) and the given
-    time control. ``oneply``: the bundled engine (`oneply uci`).
-    """
-    noisy = re.fullmatch(r"(random|greedy|sf)-noise(\d+)", name)
-    if name in CHOOSERS or noisy:
-        kind, noise = (noisy.group(1), int(noisy.group(2))) if noisy else (name, 0)
-        if noise > 100:
-            raise ValueError(f"{name}: the noise is a percentage, 0..100")
-        command: tuple[str, ...] = (sys.executable, "-m", "oneply.arena.opponents", kind)
-        command += ("--seed", str(seed))
-        command += ("--noise", str(noise / 100)) if noise else ()
-        command += ("--stockfish", stockfish) if kind == "sf" and stockfish else ()
-        return EngineSpec(command, (), tc, name=name)
-    if name == "oneply":
-        return EngineSpec((sys.executable, "-m", "oneply.engine", "uci"), (), tc, name=None)
-    skill = re.fullmatch(r"sf-skill(\d+)(?:-n(\d+))?", name)
-    elo = re.fullmatch(r"sf-elo(\d+)", name)
-    if not (skill or elo):
-        return None
-    from oneply.engine.stockfish import require_stockfish
-
-    path = require_stockfish(stockfish)
-    options: tuple[tuple[str, str], ...] = (("Threads", "1"), ("Hash", "16"))
-    if skill:
-        level = int(skill.group(1))
-        if not 0 <= level <= 20:
-            raise ValueError(f"{name}: Skill Level must be 0..20")
-        options += (("Skill Level", str(level)),)
-        nodes = int(skill.group(2)) if skill.group(2) else SKILL_NODES
-        if nodes < 1:
-            raise ValueError(f"{name}: the node budget must be at least 1")
-        sf_tc = TimeControl(tc.base, tc.inc, tc.movetime, nodes)
-        return EngineSpec((path,), options, sf_tc, name=name)
-    assert elo is not None
-    rating = int(elo.group(1))
-    if not 1350 <= rating <= 2850:
-        raise ValueError(f"{name}: Stockfish's UCI_Elo range is 1350..2850")
-    options += (("UCI_LimitStrength", "true"), ("UCI_Elo", str(rating)))
-    return EngineSpec((path,), options, tc, name=name)
-
-
-#: what `--help` texts say about the names
-NAMES_TEXT = (
-    "random, greedy, greedy-noiseP / sf-noiseP (P% random moves), "
-    "sf-skillN (Skill Level N, 0..20), sf-skillN-nM (and M nodes a move), "
-    "sf-eloN (UCI_Elo N, 1350..2850), oneply"
-)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -7,9 +7,9 @@
    ``greedy`` engines (:mod:`oneply.arena.opponents`), Stockfish at Skill Level 0 with a small
    node budget, and Stockfish's ``UCI_Elo`` levels.
 3. **One rating** fitted by maximum likelihood over all games, with each opponent fixed at
-   its anchor rating (:data:`ANCHORS`; UCI_Elo levels at their nominal Elo) and a weak prior
-   (:func:`oneply.arena.elo.fit_anchored`), so a model below Stockfish's weakest level, or one
-   that loses every game, still gets a finite number with an interval.
+   its anchor rating (arena/registry.py's ``SUITE``; UCI_Elo levels at their nominal Elo) and
+   a weak prior (:func:`oneply.arena.elo.fit_anchored`), so a model below Stockfish's weakest
+   level, or one that loses every game, still gets a finite number with an interval.
 
 Why anchors rather than a ladder alone: today's models lose every game to UCI_Elo 1350, so the
 ladder can only say "below". The weak opponents were rated once against Stockfish's levels
@@ -31,28 +31,20 @@ from typing import Any
 from oneply.arena import DEV_PUZZLES, elo, match
 from oneply.arena.engines import EngineStartError
 from oneply.arena.ladder import UCI_ELO_MAX, UCI_ELO_MIN, append_pgn
-from oneply.arena.opponents import builtin_spec
 from oneply.arena.puzzles import puzzle_report, read_puzzles, solve_puzzles
+from oneply.arena.registry import ANCHORS, SUITE, builtin_spec  # noqa: F401 (ANCHORS)
 from oneply.arena.runner import run_match
 from oneply.arena.settings import EngineSpec, TimeControl
 from oneply.engine.errors import CommandError
 from oneply.engine.stockfish import LOOKUP_TEXT, StockfishNotFound, require_stockfish
-
-#: ratings of the non-UCI_Elo opponents on Stockfish's UCI_Elo scale at the suite's default
-#: time control, measured once with the `oneply match` runs listed in the README
-ANCHORS: dict[str, float] = {
-    "random": -890.0,
-    "greedy": 625.0,
-    "sf-skill0": 1145.0,
-}
 
 #: the default time control of every game (the model answers at once; Stockfish is fast)
 DEFAULT_TC = TimeControl(base=5.0, inc=0.05)
 
 CAVEAT = (
     "UCI_Elo levels count at their nominal Elo (Stockfish calibrated them at 60s+0.6s); "
-    "random/greedy/sf-skill0 at anchors measured against them at the suite's default time "
-    "control. Compare ratings only across runs with the same settings."
+    f"{'/'.join(opponent.name for opponent in SUITE)} at anchors measured against them at "
+    "the suite's default time control. Compare ratings only across runs with the same settings."
 )
 
 
@@ -138,11 +130,7 @@ def combined_rating(opponents: list[OpponentResult]) -> elo.RatingFit | None:
 
 def opponent_plan(args: argparse.Namespace) -> list[tuple[str, int, float]]:
     """(built-in name, games, anchor rating) for each opponent with games > 0, weakest first."""
-    plan = [
-        ("random", args.games_random, ANCHORS["random"]),
-        ("greedy", args.games_greedy, ANCHORS["greedy"]),
-        ("sf-skill0", args.games_skill, ANCHORS["sf-skill0"]),
-    ]
+    plan = [(o.name, getattr(args, f"games_{o.flag}"), o.anchor) for o in SUITE]
     plan += [(f"sf-elo{level}", args.games_per_level, float(level)) for level in args.levels]
     return [(name, games, anchor) for name, games, anchor in plan if games > 0]
 
@@ -249,9 +237,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("model", help="ONNX model file")
     parser.add_argument("--baseline", metavar="ONNX", help="also run this model and compare")
     games = parser.add_argument_group("games per opponent (0 skips it)")
-    games.add_argument("--games-random", type=int, default=20, metavar="N", help="(20)")
-    games.add_argument("--games-greedy", type=int, default=40, metavar="N", help="(40)")
-    games.add_argument("--games-skill", type=int, default=20, metavar="N", help="vs sf-skill0 (20)")
+    for opponent in SUITE:
+        games.add_argument(
+            f"--games-{opponent.flag}",
+            type=int,
+            default=opponent.games,
+            metavar="N",
+            help=opponent.help,
+        )
     games.add_argument(
         "--games-per-level", type=int, default=10, metavar="N", help="per UCI_Elo level (10)"
     )

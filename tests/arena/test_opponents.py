@@ -10,7 +10,8 @@ import chess
 import chess.engine
 import pytest
 
-from oneply.arena.opponents import builtin_spec, game_rng, greedy_move, with_noise
+from oneply.arena.opponents import game_rng, greedy_move, with_noise
+from oneply.arena.registry import builtin_spec
 from oneply.arena.settings import TimeControl
 from oneply.engine.cli import main as cli_main
 
