@@ -244,8 +244,7 @@ def run(args: argparse.Namespace) -> int:
         if not fixed:
             level = next_level(levels)
     if not any(lv.games for lv in levels.values()):
-        print("oneply ladder: no games were played", file=sys.stderr)
-        return 1
+        raise CommandError("oneply ladder: no games were played", exit_code=1)
     return report(args, model, tc, levels, rounds)
 
 

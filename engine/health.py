@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 import threading
 import time
 from pathlib import Path
 
 import chess
 
+from oneply.engine.errors import CommandError
 from oneply.engine.inference import Scorer
 from oneply.engine.model_file import ModelFileError, add_model_argument
 
@@ -98,6 +98,5 @@ def run(args: argparse.Namespace) -> int:
         print(check_model(args.model))
         print(check_heartbeat(Path(args.heartbeat or heartbeat_path()), args.max_age))
     except (ModelFileError, RuntimeError) as error:
-        print(f"unhealthy: {error}", file=sys.stderr)
-        return 1
+        raise CommandError(f"unhealthy: {error}", exit_code=1) from None
     return 0
