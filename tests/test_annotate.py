@@ -334,3 +334,29 @@ def test_pgn_json_reports_the_rate_and_stockfish_alone(tmp_path: Path, capsys) -
     assert result["new"] == len(_pgn_keys(pgn)) == len(AnnotatedDataset(out))
     assert result["positions_per_s"] > 0 and result["stockfish_positions_per_s"] > 0
     assert result["overhead"] < 1 and result["bytes_per_position"] > 0 and result["seconds"] > 0
+
+
+def test_every_source_is_a_train_step_and_pgn_equals_annotate(tmp_path: Path, capsys) -> None:
+    """`train pgn X.pgn` is the PGN source itself: the same shards as `train annotate X.pgn`,
+    and every source of training/sources.py is a `oneply train` step with its own --help."""
+    from oneply.engine.cli import main as cli_main
+    from oneply.training.cli import STEPS
+    from oneply.training.sources import SOURCES
+
+    for name, module in SOURCES.items():
+        assert STEPS[name][0] == module
+        with pytest.raises(SystemExit) as exited:
+            cli_main(["train", name, "--help"])
+        assert exited.value.code == 0 and f"oneply train {name}" in capsys.readouterr().out
+    pgn = _pgn(tmp_path / "games.pgn", 2)
+    common = ["--depth", "1", "--bench-sample", "0", "--workers", "1"]
+    assert cli_main(["train", "pgn", str(pgn), "--out", str(tmp_path / "a"), *common]) == 0
+    assert cli_main(["train", "annotate", str(pgn), "--out", str(tmp_path / "b"), *common]) == 0
+    one, other = AnnotatedDataset(tmp_path / "a"), AnnotatedDataset(tmp_path / "b")
+    assert len(one) == len(other) == len(_pgn_keys(pgn))
+    for i in range(len(one)):
+        np.testing.assert_array_equal(one[i][0], other[i][0])
+        np.testing.assert_array_equal(one[i][2], other[i][2])
+    missing = ["train", "pgn", str(tmp_path / "none.pgn"), "--out", str(tmp_path / "c")]
+    assert cli_main(missing) == 2
+    assert "oneply train pgn: error:" in capsys.readouterr().err

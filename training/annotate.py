@@ -37,15 +37,12 @@ from oneply.arena import DEV_PUZZLES
 from oneply.engine.errors import CommandError
 from oneply.engine.files import write_json_atomic
 from oneply.engine.moves import MOVE_INDEX
-from oneply.engine.stockfish import LOOKUP_TEXT, StockfishStartError
+from oneply.engine.stockfish import StockfishStartError
 from oneply.engine.tokenizer import TokenizerError, board_from, tokenize
 from oneply.training.dataset import DatasetError, Shard, write_shard
-from oneply.training.shard_writer import parse_shard
+from oneply.training.sources import DEFAULT_DEPTH, add_scoring_arguments
 from oneply.training.stockfish_scorer import StockfishError, StockfishScorer
 from oneply.training.workers import sigterm_as_interrupt, worker_pool
-
-DEFAULT_DEPTH = 8
-DEFAULT_CHUNK_SIZE = 256
 
 
 class AnnotateError(RuntimeError):
@@ -301,58 +298,19 @@ def _remove_stale_temporaries(out: Path) -> None:
 # --------------------------------------------------------------------------- CLI
 
 
-def _positive(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, not {text}")
-    return value
-
-
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "positions", type=Path, help="text file with one FEN per line, or a .pgn file of games"
     )
     parser.add_argument("--out", type=Path, required=True, help="output directory of shards")
-    limit = parser.add_mutually_exclusive_group()
-    limit.add_argument(
-        "--depth", type=_positive, help=f"search depth per position (default {DEFAULT_DEPTH})"
-    )
-    limit.add_argument("--nodes", type=_positive, help="node budget per position instead")
-    parser.add_argument(
-        "--workers",
-        type=_positive,
-        default=os.cpu_count() or 1,
-        help="Stockfish processes, one thread each (default: all cores)",
-    )
-    parser.add_argument(
-        "--chunk-size", type=_positive, default=DEFAULT_CHUNK_SIZE, help="positions per shard"
-    )
-    parser.add_argument(
-        "--shard", type=parse_shard, default=(0, 1), metavar="K/N", help="do chunks i%%N == K"
-    )
-    parser.add_argument(
-        "--stockfish", default="", help=f"Stockfish binary (default: {LOOKUP_TEXT})"
-    )
-    parser.add_argument(
-        "--exclude",
-        action="append",
-        default=[str(DEV_PUZZLES)],
-        help="PGN input: puzzle CSV whose positions are never scored (repeatable; default dev)",
-    )
-    parser.add_argument("--json", action="store_true", help="PGN input: print the result as JSON")
-    parser.add_argument(
-        "--bench-sample",
-        type=int,
-        default=500,
-        help="PGN input: positions scored by Stockfish alone to measure the overhead (0: skip)",
-    )
+    add_scoring_arguments(parser, str(DEV_PUZZLES))
 
 
 def run(args: argparse.Namespace) -> int:
     if args.positions.suffix.lower() == ".pgn":  # games, not positions: streamed, deduplicated
         from oneply.training import pgn_annotate
 
-        return pgn_annotate.run(args, args.depth if args.depth or args.nodes else DEFAULT_DEPTH)
+        return pgn_annotate.run_as("annotate", args)
     try:
         with sigterm_as_interrupt():
             return _run(args)

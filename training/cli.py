@@ -17,6 +17,7 @@ STEPS: dict[str, tuple[str, str]] = {
         "oneply.training.annotate",
         "score every legal move of each position with Stockfish",
     ),
+    "pgn": ("oneply.training.pgn_annotate", "score the unique positions of a PGN file's games"),
     "fit": ("oneply.training.fit", "train the transformer on annotated shards"),
     "curve": ("oneply.training.curve", "a model's strength against the samples it saw"),
     "ablate": ("oneply.training.ablation", "sample-efficiency table: variants, one budget"),

@@ -1,4 +1,5 @@
-"""`oneply train generate`: N unique Stockfish-scored positions in DIR, made by score-driven games.
+"""`oneply train generate`: N unique Stockfish-scored positions in DIR, made by score-driven games
+(a source of training/sources.py).
 
 The games are in training/scored_games.py. This module runs them in a worker pool and writes
 what they score as compact shards (training/compact.py) into the output directory:
@@ -36,13 +37,11 @@ from pathlib import Path
 from tqdm import tqdm
 
 from oneply.arena import DEV_PUZZLES
-from oneply.engine.errors import CommandError
 from oneply.engine.stockfish import LOOKUP_TEXT
-from oneply.training.dataset import DatasetError, puzzle_keys, remove_stale_temporaries
+from oneply.training.dataset import puzzle_keys, remove_stale_temporaries
 from oneply.training.openings import (
     DEFAULT_BOOKS,
     DEFAULT_ECO,
-    OpeningsError,
     check_books,
     load_eco_lines,
 )
@@ -53,16 +52,15 @@ from oneply.training.shard_writer import (
     Reservoir,
     SourceError,
     Writer,
-    data_bytes,
     existing,
     parse_shard,
     write_manifest,
 )
+from oneply.training.sources import BENCH_SAMPLE, rate_fields, run_source
 from oneply.training.stockfish_scorer import StockfishScorer
 from oneply.training.workers import worker_pool
 
 SHARD_PREFIX = "gen-"
-BENCH_SAMPLE = 500
 
 #: a run that cannot start (the sources' one error, under the name this module always had)
 GenerateError = SourceError
@@ -173,11 +171,7 @@ def run_generate(args: argparse.Namespace) -> dict:
         scored=scored,
         games=game - next_game,
         workers=args.workers,
-        seconds=round(seconds, 2),
-        positions_per_s=round(new / max(seconds, 1e-9), 1),
-        stockfish_positions_per_s=bench,
-        overhead=round(1 - new / max(seconds, 1e-9) / bench, 3) if bench else None,
-        bytes_per_position=round(data_bytes(out) / max(total, 1), 1),
+        **rate_fields(out, total, new, seconds, bench),
     )
     return result
 
@@ -241,15 +235,4 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    try:
-        result = run_generate(args)
-    except (GenerateError, OpeningsError, DatasetError) as error:
-        raise CommandError(f"oneply train generate: error: {error}", exit_code=2) from None
-    except KeyboardInterrupt:
-        print("\ninterrupted: whole games are kept; rerun to resume", file=sys.stderr)
-        return 130
-    if args.json:
-        print(json.dumps(result))
-    else:
-        print(", ".join(f"{key} {value}" for key, value in result.items()))
-    return 0
+    return run_source("generate", run_generate, args)

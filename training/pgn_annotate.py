@@ -1,4 +1,5 @@
-"""`oneply train annotate GAMES.pgn`: score the unique positions of the games of a PGN file.
+"""`oneply train pgn GAMES.pgn` (also `oneply train annotate GAMES.pgn`): score the unique
+positions of the games of a PGN file, a source of training/sources.py.
 
 The paper's approach for anyone with a game database: every position of every game (before
 each move, and the final one if it has legal moves) is a candidate; the first occurrence in
@@ -17,9 +18,7 @@ Stockfish game per position), unless a shard in DIR or an exclusion CSV already 
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import sys
 import time
 from collections import deque
 from collections.abc import Iterator
@@ -29,18 +28,23 @@ import chess
 import chess.pgn
 from tqdm import tqdm
 
-from oneply.engine.errors import CommandError
+from oneply.arena.puzzles import DEV_PUZZLES
 from oneply.engine.tokenizer import position_key, tokenize
-from oneply.training.dataset import DatasetError, puzzle_keys
+from oneply.training.dataset import puzzle_keys
 from oneply.training.score_workers import init_worker, score_boards, stockfish_rate
 from oneply.training.scored_games import GameSettings
 from oneply.training.shard_writer import (
     Reservoir,
     SourceError,
     Writer,
-    data_bytes,
     existing,
     write_manifest,
+)
+from oneply.training.sources import (
+    DEFAULT_DEPTH,
+    add_scoring_arguments,
+    rate_fields,
+    run_source,
 )
 from oneply.training.workers import worker_pool
 
@@ -123,11 +127,7 @@ def run_pgn(args: argparse.Namespace, depth: int | None) -> dict:
         "positions": have + new,
         "new": new,
         "games": writer.games,
-        "seconds": round(seconds, 2),
-        "positions_per_s": round(new / max(seconds, 1e-9), 1),
-        "stockfish_positions_per_s": bench,
-        "overhead": round(1 - new / max(seconds, 1e-9) / bench, 3) if bench else None,
-        "bytes_per_position": round(data_bytes(out) / max(have + new, 1), 1),
+        **rate_fields(out, have + new, new, seconds, bench),
     }
 
 
@@ -151,13 +151,21 @@ def _collect(item: tuple, writer: Writer, bar: tqdm, sample: Reservoir) -> int:
     return len(records)
 
 
-def run(args: argparse.Namespace, depth: int | None) -> int:
-    try:
-        result = run_pgn(args, depth)
-    except (SourceError, DatasetError) as error:
-        raise CommandError(f"oneply train annotate: error: {error}", exit_code=2) from None
-    except KeyboardInterrupt:
-        print("\ninterrupted: whole games are kept; rerun to resume", file=sys.stderr)
-        return 130
-    print(json.dumps(result) if args.json else ", ".join(f"{k} {v}" for k, v in result.items()))
-    return 0
+def collect(args: argparse.Namespace) -> dict:
+    """One run of the source (see training/sources.py)."""
+    return run_pgn(args, args.depth if args.depth or args.nodes else DEFAULT_DEPTH)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("positions", type=Path, metavar="GAMES.pgn", help="a PGN file of games")
+    parser.add_argument("--out", type=Path, required=True, help="output directory of shards")
+    add_scoring_arguments(parser, str(DEV_PUZZLES))
+
+
+def run_as(name: str, args: argparse.Namespace) -> int:
+    """The source as `oneply train NAME` (``pgn``, or ``annotate`` given a .pgn file)."""
+    return run_source(name, collect, args)
+
+
+def run(args: argparse.Namespace) -> int:
+    return run_as("pgn", args)
