@@ -22,6 +22,7 @@ from typing import Any
 
 from oneply.arena import elo, match
 from oneply.arena.engines import EngineStartError
+from oneply.arena.plots import pyplot
 from oneply.arena.results import MatchResult
 from oneply.arena.runner import run_match
 from oneply.arena.settings import EngineSpec, TimeControl
@@ -123,16 +124,8 @@ def play_level(
 
 def plot(path: str, title: str, levels: dict[int, Level], rating: elo.RatingFit) -> bool:
     """Score vs opponent level with the fitted curve and its band; False without matplotlib."""
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        print(
-            "no plot: it needs matplotlib, which is not installed: pip install 'oneply[train]'",
-            file=sys.stderr,
-        )
+    plt = pyplot()
+    if plt is None:
         return False
     played = sorted((lv for lv in levels.values() if lv.games), key=lambda lv: lv.elo)
     xs = [lv.elo for lv in played]

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import argparse
 import math
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from oneply.arena import elo
+from oneply.arena.plots import pyplot
 from oneply.arena.settings import TimeControl
 
 if TYPE_CHECKING:
@@ -129,16 +129,8 @@ def to_json(results: list[SuiteResult], args: argparse.Namespace, caveat: str) -
 def plot(path: str, results: list[SuiteResult]) -> bool:
     """Left: score vs opponent anchor with the fitted curve; right: puzzle accuracy by band.
     False (and a message) without matplotlib."""
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        print(
-            "no plot: it needs matplotlib, which is not installed: pip install 'oneply[train]'",
-            file=sys.stderr,
-        )
+    plt = pyplot()
+    if plt is None:
         return False
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     fig, (games_ax, puzzles_ax) = plt.subplots(1, 2, figsize=(12, 4.5))
