@@ -83,6 +83,23 @@ def game_settings(args: argparse.Namespace) -> GameSettings:
     return settings
 
 
+def checked_inputs(
+    args: argparse.Namespace, settings: GameSettings
+) -> tuple[dict, list[str], list[list[str]]]:
+    """(the settings DIR's manifest records, the books, the ECO lines), every input checked.
+
+    They are checked before anything is written: a failed start must not leave a manifest
+    whose settings then refuse the corrected command."""
+    books = [str(p) for p in (args.book or [p for p in DEFAULT_BOOKS if p.exists()])]
+    check_books(books)
+    eco = load_eco_lines(Path(args.eco) if args.eco else None)
+    engine = StockfishScorer(args.stockfish)
+    version = engine.id.get("name", "unknown")
+    engine.quit()
+    recorded = {"game": asdict(settings), "stockfish": version, "books": books, "eco": args.eco}
+    return recorded, books, eco
+
+
 def run_generate(args: argparse.Namespace) -> dict:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -90,20 +107,7 @@ def run_generate(args: argparse.Namespace) -> dict:
         print(f"removed {stale.name}: left by an interrupted run", file=sys.stderr)
     settings = game_settings(args)
     k, n = args.shard
-    # the inputs are checked before anything is written: a failed start must not leave a
-    # manifest whose settings then refuse the corrected command
-    books = [str(p) for p in (args.book or [p for p in DEFAULT_BOOKS if p.exists()])]
-    check_books(books)
-    eco = load_eco_lines(Path(args.eco) if args.eco else None)
-    engine = StockfishScorer(args.stockfish)
-    version = engine.id.get("name", "unknown")
-    engine.quit()
-    recorded = {
-        "game": asdict(settings),
-        "stockfish": version,
-        "books": books,
-        "eco": args.eco,
-    }
+    recorded, books, eco = checked_inputs(args, settings)
     manifest_file = out / MANIFEST
     manifest = json.loads(manifest_file.read_text()) if manifest_file.exists() else {}
     if manifest.get("settings", recorded) != recorded:
