@@ -24,12 +24,15 @@ from oneply.engine.inference import MoveScore, Scorer
 from oneply.engine.model_file import BUNDLED_MODEL, ENV_VAR, ModelFileError
 from oneply.engine.policy import Decision, MovePolicy
 from oneply.engine.policy_config import BY_UCI, PolicyOptionError, UciValue
+from oneply.engine.search import Info, Limits, TreeSearch
 from oneply.engine.stockfish import find_stockfish
 from oneply.engine.uci_input import MAX_QUOTE, GoLimits, Option, UciError, clip
 from oneply.engine.values import wdl_permille, win_to_cp
 
 ENGINE_NAME = f"oneply {__version__}"
 DEFAULT_THREADS = min(os.cpu_count() or 1, 8)
+#: option Search with a `go` that bounds nothing (no clock, movetime, nodes, depth, infinite)
+DEFAULT_SEARCH_NODES = 400
 
 
 def default_model_name() -> str:
@@ -64,6 +67,7 @@ class UciEngine:
         self.board = chess.Board()
         self.policy = MovePolicy(warn=lambda message: self.send(f"info string warning: {message}"))
         self.scorer: Scorer | None = None
+        self.tree: TreeSearch | None = None  # look-ahead (option Search), kept between moves
         self.fallback = Fallback(find_stockfish(""))  # when inference fails
         self._loaded_with: tuple[str, int] | None = None  # (ModelFile, Threads) of `scorer`
         self.debug = False
@@ -77,11 +81,14 @@ class UciEngine:
                 Option("Move Overhead", "spin", 30, 0, 5000),
                 Option("UCI_ShowWDL", "check", False),
                 Option("Ponder", "check", False),
+                Option("Search", "check", False),
                 *(Option(*spec) for spec in MovePolicy.UCI_OPTIONS),
             ]
         }
         self._search: threading.Thread | None = None
         self._release = threading.Event()  # set by stop/ponderhit: send bestmove now
+        self._stop = threading.Event()  # set by stop (and quit): end a look-ahead now
+        self._unbounded = False  # the running go is infinite/ponder: waiting on it stops it
         self.running = True
         self.commands: dict[str, Callable[[list[str]], None]] = {
             "uci": self.cmd_uci,
@@ -90,7 +97,7 @@ class UciEngine:
             "setoption": self.cmd_setoption,
             "position": self.cmd_position,
             "go": self.cmd_go,
-            "stop": lambda _: self._release.set(),
+            "stop": lambda _: self._stop_now(),
             "ponderhit": lambda _: self._release.set(),
             "quit": self.cmd_quit,
             "debug": self.cmd_debug,
@@ -161,6 +168,7 @@ class UciEngine:
         self.wait_search()
         self.board = chess.Board()
         self.policy.new_game()
+        self.tree = None
 
     def cmd_setoption(self, args: list[str]) -> None:
         if not args or args[0] != "name":
@@ -235,6 +243,8 @@ class UciEngine:
             self.send(f"info string warning: {note}")
         self.wait_search()
         self._release.clear()
+        self._stop.clear()
+        self._unbounded = limits.infinite or limits.ponder
         start = time.monotonic()
         board = self.board.copy()
         self._search = threading.Thread(
@@ -242,8 +252,12 @@ class UciEngine:
         )
         self._search.start()
 
-    def cmd_quit(self, _: list[str]) -> None:
+    def _stop_now(self) -> None:
+        self._stop.set()
         self._release.set()
+
+    def cmd_quit(self, _: list[str]) -> None:
+        self._stop_now()
         self.wait_search()
         self.policy.close()
         self.fallback.close()
@@ -254,6 +268,8 @@ class UciEngine:
         `go ponder` still waiting is released (as `stop` would), so nothing hangs."""
         if self._search is not None and self._search.is_alive():
             self._release.set()
+            if self._unbounded:  # a bounded look-ahead is waited for, an endless one stopped
+                self._stop.set()
             self._search.join()
         self._search = None
 
@@ -316,17 +332,39 @@ class UciEngine:
         if outcome is not None:
             reason = outcome.termination.name.lower().replace("_", " ")
             self.send(f"info string the game is already drawn ({reason}); playing a legal move")
-        scores = self.load_scorer().score(board)
+        if self.option("Search"):
+            scores = self._searched(board, limits, start)
+        else:
+            scores = self.load_scorer().score(board)
         if limits.searchmoves:
             allowed = self._searchmoves(board, limits.searchmoves)
             scores = [s for s in scores if s.move in allowed] or scores
         decision = self.policy.choose(board, scores, self._deadline(limits, board.turn, start))
         elapsed = int((time.monotonic() - start) * 1000)
         adjusted = list(decision.scores) or scores  # e.g. repetitions shown at 0.5
-        for line in self._info_lines(board, decision, adjusted, elapsed):
-            self.send(line)
+        if not self.option("Search"):  # a search has reported its own lines
+            for line in self._info_lines(board, decision, adjusted, elapsed):
+                self.send(line)
         self.send(f"info string rule {decision.rule}")
         return decision.move.uci()
+
+    def _searched(self, board: chess.Board, limits: GoLimits, start: float) -> list[MoveScore]:
+        """Option Search: the look-ahead of engine/search.py within `go`'s bounds (nodes,
+        depth, movetime or the clock, stop), its moves ranked for the policy."""
+        scorer = self.load_scorer()
+        if self.tree is None or self.tree.scorer is not scorer:
+            self.tree = TreeSearch(scorer)
+        deadline = self._deadline(limits, board.turn, start)
+        bounded = limits.infinite or limits.ponder or limits.depth or deadline is not None
+        search_limits = Limits(
+            nodes=limits.nodes or (None if bounded else DEFAULT_SEARCH_NODES),
+            depth=limits.depth,
+            seconds=None if deadline is None else max(0.0, deadline - time.monotonic()),
+            stop=self._stop,
+        )
+        final = self.tree.search(board, search_limits, on_info=lambda i: self.send(search_line(i)))
+        self.send(search_line(final))
+        return self.tree.ranked()
 
     def _searchmoves(self, board: chess.Board, moves: list[str]) -> set[chess.Move]:
         """The legal moves among `go searchmoves …`; each one that is not legal here is
@@ -370,6 +408,16 @@ class UciEngine:
         mate = board.is_checkmate()
         board.pop()
         return "mate 1" if mate else f"cp {win_to_cp(entry.win)}"
+
+
+def search_line(info: Info) -> str:
+    """A searching engine's `info` line: depth, seldepth, nodes, nps, time, score, pv."""
+    score = f"mate {info.mate}" if info.mate is not None else f"cp {win_to_cp(info.value)}"
+    line = (
+        f"info depth {info.depth} seldepth {info.seldepth} multipv 1 score {score} "
+        f"nodes {info.nodes} nps {info.nps} time {int(info.seconds * 1000)}"
+    )
+    return line + (" pv " + " ".join(m.uci() for m in info.pv) if info.pv else "")
 
 
 def serve(stdin: TextIO, stdout: TextIO, model: str | None = None) -> None:

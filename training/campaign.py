@@ -170,6 +170,20 @@ def plot(ledger: list[dict], path: Path) -> None:
     plt.close(fig)
 
 
+def format_point(point: dict[str, Any]) -> str:
+    """One ledger row with the campaign's hours so far, for the terminal."""
+
+    def shown(key: str, pattern: str) -> str:
+        value = point.get(key)
+        return "–" if value is None else format(value, pattern)
+
+    return (
+        f"{point['session']:<16} seen {shown('positions_seen', ',')}  "
+        f"train {point['train_h']:.2f} h  label {point['label_h']:.2f} h  "
+        f"val loss {shown('val_loss', '.3f')}  puzzle check {shown('puzzle_check', '.1%')}"
+    )
+
+
 def save(args: argparse.Namespace) -> int:
     from oneply.training.export import export_model, load_checkpoint_model
 
@@ -189,12 +203,7 @@ def save(args: argparse.Namespace) -> int:
     path.write_text(json.dumps(ledger, indent=1) + "\n")
     plot(ledger, ledger_dir / PLOT)
     for point in cumulative(ledger):
-        print(
-            f"{point['session']:<14} steps {point['steps']:>6}  seen {point['positions_seen']:>9,}"
-            f"  train {point['train_h']:6.2f} h  label {point['label_h']:6.2f} h  "
-            f"val {point['val_loss'] or float('nan'):.3f}  "
-            f"puzzles {point['puzzle_check'] if point['puzzle_check'] is not None else '–'}"
-        )
+        print(format_point(point))
     print(f"wrote {ledger_dir / LATEST}, {path}, {ledger_dir / PLOT}")
     return 0
 

@@ -1,0 +1,161 @@
+"""Look-ahead (engine/search.py) on its own and through `oneply uci` with option Search."""
+
+from __future__ import annotations
+
+import time
+
+import chess
+import chess.engine
+import pytest
+
+from oneply.arena import DEV_PUZZLES
+from oneply.arena.puzzles import read_puzzles, solve_puzzles
+from oneply.engine.inference import MoveScore, Scorer
+from oneply.engine.search import Limits, SearchScorer, TreeSearch, exact_value
+from tests.conftest import REPO
+from tests.test_uci import UCI_CMD, RawEngine
+
+#: dev puzzles that are mates in two (a test fixture, never training data)
+MATES_IN_TWO = ("0My1q", "1G8hs", "02O2z", "3fYJ4", "2AmTS", "0JCIA", "00eCY", "4CtW2")
+
+
+@pytest.fixture(scope="module")
+def bundled() -> Scorer:
+    return Scorer(threads=1)
+
+
+class SlowScorer:
+    """A MoveScorer that takes `delay` seconds per call (a slow machine or a big model)."""
+
+    def __init__(self, inner: Scorer, delay: float) -> None:
+        self.inner, self.delay, self.calls = inner, delay, 0
+
+    def score(self, board: chess.Board) -> list[MoveScore]:
+        return self.score_many([board])[0]
+
+    def score_many(self, boards):
+        self.calls += 1
+        time.sleep(self.delay)
+        return self.inner.score_many(boards)
+
+
+def test_a_mate_in_two_the_one_pass_model_misses_is_found_with_search(bundled) -> None:
+    puzzles = [p for p in read_puzzles(DEV_PUZZLES) if p.id in MATES_IN_TWO]
+    assert len(puzzles) == len(MATES_IN_TWO)
+    missed = [p for p, ok in zip(puzzles, solve_puzzles(bundled, puzzles, 1, False)) if not ok]
+    assert missed, "the one-pass model solves every fixture: pick harder mates in two"
+    assert all(solve_puzzles(SearchScorer(bundled, 300), missed[:2], batch=1, progress=False))
+
+
+def test_exact_values_for_finished_games() -> None:
+    assert exact_value(chess.Board("7k/6Q1/6K1/8/8/8/8/8 b - - 0 1")) == 0.0  # mated
+    assert exact_value(chess.Board("7k/5Q2/6K1/8/8/8/8/8 b - - 0 1")) == 0.5  # stalemate
+    board = chess.Board()
+    for move in ("g1f3", "g8f6", "f3g1", "f6g8"):
+        board.push_uci(move)
+    assert exact_value(board) == 0.5  # the start position again
+    assert exact_value(chess.Board()) is None
+
+
+def test_a_mate_in_one_is_reported_as_mate(bundled) -> None:
+    tree = TreeSearch(bundled)
+    info = tree.search(chess.Board("6k1/5ppp/8/8/8/8/8/R5K1 w - - 0 1"), Limits(nodes=40))
+    assert info.pv[0] == chess.Move.from_uci("a1a8") and info.mate == 1
+
+
+def test_node_limit_and_subtree_reuse(bundled) -> None:
+    board = chess.Board()
+    tree = TreeSearch(bundled, batch=4)
+    info = tree.search(board, Limits(nodes=30))
+    assert info.nodes <= 30 and info.depth >= 2
+    board.push(info.pv[0])
+    board.push(info.pv[1])
+    kept = tree.root.children[tree.root.moves.index(info.pv[0])]
+    kept = kept.children[kept.moves.index(info.pv[1])]
+    assert kept.expanded  # the network already scored it: no node is spent on it again
+    visits, first = kept.visits.sum(), kept.first.copy()
+    info = tree.search(board, Limits(nodes=8))
+    assert tree.root is kept and info.nodes == 8
+    assert tree.root.visits.sum() >= visits + 8 and (tree.root.first >= first).all()
+
+
+def test_time_budget_holds_with_a_slow_scorer(bundled) -> None:
+    slow = SlowScorer(bundled, 0.03)
+    start = time.perf_counter()
+    info = TreeSearch(slow).search(chess.Board(), Limits(seconds=0.6))
+    elapsed = time.perf_counter() - start
+    assert info.pv and slow.calls >= 2
+    assert elapsed < 0.6 + 0.02  # no call is started that would end past the budget
+
+
+# --------------------------------------------------------------------------- through UCI
+
+
+def test_go_nodes_bounds_the_search_and_info_reports_it(tiny_onnx) -> None:
+    engine = chess.engine.SimpleEngine.popen_uci([*UCI_CMD, "--model", str(tiny_onnx)], cwd=REPO)
+    try:
+        assert engine.options["Search"].default is False
+        engine.configure({"Search": True})
+        info = engine.analyse(chess.Board(), chess.engine.Limit(nodes=24))
+        assert 1 <= info["nodes"] <= 24 and info["depth"] >= 1 and len(info["pv"]) >= 1
+        assert "nps" in info and "seldepth" in info and "score" in info
+        result = engine.play(chess.Board(), chess.engine.Limit(nodes=24))
+        assert result.move in chess.Board().legal_moves
+    finally:
+        engine.quit()
+
+
+def _without_clock(lines: list[str]) -> list[str]:
+    """Info lines without the fields that depend on the clock."""
+    out = []
+    for line in lines:
+        words = line.split()
+        for field in ("nps", "time"):
+            if field in words:
+                i = words.index(field)
+                del words[i : i + 2]
+        out.append(" ".join(words))
+    return out
+
+
+def test_search_off_answers_exactly_as_the_searchless_engine(tiny_onnx) -> None:
+    positions = [
+        "startpos",
+        "fen r1bqkb1r/pppp1ppp/2n2n2/4p2Q/2B1P3/8/PPPP1PPP/RNB1K1NR w KQkq - 4 4",
+    ]
+    outputs = []
+    for explicit in (False, True):
+        engine = RawEngine("--model", str(tiny_onnx))
+        if explicit:
+            engine.send("setoption name Search value false")
+        engine.send("setoption name Seed value 3")
+        engine.send("isready")
+        engine.read_until("readyok")
+        lines = []
+        for position in positions:
+            engine.send(f"position {position}")
+            engine.send("go movetime 50")
+            lines += engine.read_until("bestmove")
+        engine.close()
+        outputs.append(_without_clock(lines))
+    assert outputs[0] == outputs[1]
+    assert all("depth 1 seldepth 1" in line for line in outputs[0] if line.startswith("info d"))
+
+
+def test_stop_ends_an_infinite_search_at_once_with_its_best_move(tiny_onnx) -> None:
+    engine = RawEngine("--model", str(tiny_onnx))
+    engine.send("setoption name Search value true")
+    engine.send("isready")
+    engine.read_until("readyok")
+    engine.send("position startpos")
+    engine.send("go infinite")
+    time.sleep(0.5)
+    sent = time.monotonic()
+    engine.send("stop")
+    lines = engine.read_until("bestmove")
+    waited = time.monotonic() - sent
+    engine.close()
+    assert waited < 0.05, f"stop answered after {waited * 1000:.0f} ms"
+    searched = [line for line in lines if " nodes " in line]
+    assert searched and int(searched[-1].split(" nodes ")[1].split()[0]) > 1
+    assert chess.Move.from_uci(lines[-1].split()[1]) in chess.Board().legal_moves
