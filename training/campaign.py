@@ -117,7 +117,11 @@ def session_row(args: argparse.Namespace) -> dict[str, Any]:
         "init": summary.get("init"),
         "steps": checkpoint["step"],
         "positions_seen": checkpoint["step"] * summary.get("batch", 0),
-        "train_seconds": summary.get("train_seconds", 0.0),
+        "train_seconds": (
+            args.train_seconds
+            if args.train_seconds is not None
+            else summary.get("train_seconds", 0.0)
+        ),
         "label_positions": labels["positions"],
         "label_depth": sorted(d for d in labels["depths"] if d is not None),
         "label_seconds": round(label_seconds, 1),
@@ -232,6 +236,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--label-seconds",
         type=float,
         help="labelling CPU-seconds, for shards written before generate recorded them",
+    )
+    parser.add_argument(
+        "--train-seconds",
+        type=float,
+        help="training CPU-seconds instead of the run's wall-clock step time (on a shared "
+        "machine, the trainer process's CPU time)",
     )
 
 
