@@ -8,7 +8,7 @@
 ARG PYTHON_IMAGE=python:3.11-slim-bookworm
 # CUDA_IMAGE and ONNXRUNTIME_GPU go together: each onnxruntime-gpu release is built for one CUDA
 # major (1.19-1.26: CUDA 12, 1.27 on: CUDA 13); a mismatch silently falls back to the CPU.
-# tests/test_docker.py checks the pair.
+# tests/bot/test_docker.py checks the pair.
 ARG CUDA_IMAGE=nvidia/cuda:12.6.3-cudnn-runtime-ubuntu24.04
 ARG ONNXRUNTIME_GPU=1.26.0
 

@@ -3,7 +3,7 @@
 It also ships the dev puzzle set (arena/puzzles.py), the one default for everything that
 evaluates on puzzles or must never train on them (``oneply eval``, ``oneply train
 positions/fit/all``). The arena depends on the engine only, never on training
-(tests/test_imports.py holds that line).
+(tests/engine/test_imports.py holds that line).
 """
 
 from oneply.arena.puzzles import DEV_PUZZLES

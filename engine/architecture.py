@@ -5,9 +5,9 @@ ONNX graph for inference (engine/graph.py) — and the two must hold exactly the
 This table is the one statement of what those weights are. The torch model checks itself
 against it when it is built, the graph builder refuses weights that differ from it and reads
 from it which optional parts a model has, export transposes the tensors it marks as linear
-maps, and the parity test (tests/test_model.py) runs every combination of the flags listed in
-``FLAGS``, so a new variant is declared here, built on both sides, and tested without another
-list to keep in step.
+maps, and the parity test (tests/engine/test_model.py) runs every combination of the flags
+listed in ``FLAGS``, so a new variant is declared here, built on both sides, and tested without
+another list to keep in step.
 
 Shapes are those of the ONNX file: a linear map is stored [in, out] (torch keeps [out, in]).
 """

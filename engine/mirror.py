@@ -21,7 +21,8 @@ the flipped field. With ``extended = state + [code]``::
     flipped[i] = STATE_MAP[i, extended[STATE_SOURCE[i]]]
 
 Every table is derived from the tokenizer's and the move vocabulary's own definitions, and
-mirroring twice is the identity (tests/test_mirror.py checks both against python-chess).
+mirroring twice is the identity (tests/engine/test_mirror.py checks both against
+python-chess).
 """
 
 from __future__ import annotations

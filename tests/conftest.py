@@ -33,7 +33,7 @@ def stockfish() -> str:
 def tiny_torch_model():
     torch = pytest.importorskip("torch")
     from oneply.training.model import PRESETS, ActionValueModel
-    from tests.model_helpers import randomise_fact_tables
+    from tests.helpers.model_helpers import randomise_fact_tables
 
     torch.manual_seed(1)
     model = ActionValueModel(PRESETS["tiny"]).eval()

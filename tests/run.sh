@@ -17,11 +17,11 @@ if [ ${#need[@]} -gt 0 ]; then
   as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}"
 fi
 
-# Podman builds and runs the Docker image (tests/test_docker.py; debootstrap makes its stand-in
+# Podman builds and runs the Docker image (tests/bot/test_docker.py; debootstrap makes its stand-in
 # base image). Optional: without them those tests skip and say why.
 if ! command -v podman >/dev/null || ! command -v debootstrap >/dev/null; then
   echo "run.sh: installing podman, runc, fuse-overlayfs, slirp4netns, uidmap and debootstrap" \
-    "system-wide with apt (for tests/test_docker.py)" >&2
+    "system-wide with apt (for tests/bot/test_docker.py)" >&2
   { as_root apt-get update -qq \
     && as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
       podman runc fuse-overlayfs slirp4netns uidmap debootstrap; } \

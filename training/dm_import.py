@@ -25,7 +25,8 @@ their parameter (haiku module/param)         oneply weight
 
 haiku's LayerNorm (ε = 1e-5), its [in, out] Linear weights, the 1/√(D/H) attention scale,
 SwiGLU and the final log-softmax are what engine/graph.py computes already. Their tokenizer
-and action vocabulary are oneply's (docs/FORMAT.md §1-2; tests/test_dm_import.py checks them).
+and action vocabulary are oneply's (docs/FORMAT.md §1-2; tests/training/test_dm_import.py
+checks them).
 
 A checkpoint that is not this architecture fails with a message: another size, a missing or
 extra parameter (e.g. QK-LayerNorm, sinusoidal positions, no final LayerNorm), a wrong shape,

@@ -1,6 +1,6 @@
 """The match runner against real engines: Stockfish at tiny node counts, `oneply uci`, and small
-misbehaving engines (tests/engines/misbehaving.py). Every test also checks that no engine process
-outlives the match."""
+misbehaving engines (tests/helpers/engines/misbehaving.py). Every test also checks that no
+engine process outlives the match."""
 
 from __future__ import annotations
 
@@ -44,7 +44,7 @@ from tests.conftest import stockfish_path
 
 BOOK = "/usr/share/games/gnuchess/book.bin"
 ECO = "/usr/share/pgn-extract/eco.pgn"
-BAD_ENGINE = str(Path(__file__).parent.parent / "engines" / "misbehaving.py")
+BAD_ENGINE = str(Path(__file__).parents[1] / "helpers" / "engines" / "misbehaving.py")
 
 
 def assert_all_exited(pids: list[int], wait: float = 5.0) -> None:

@@ -24,7 +24,7 @@ from oneply.engine.features import (
 from oneply.engine.inference import Scorer
 from oneply.engine.mirror import mirror_square
 from tests.conftest import POSITION_218
-from tests.model_helpers import file_log_probs, torch_log_probs
+from tests.helpers.model_helpers import file_log_probs, torch_log_probs
 
 SQ = {name: i for i, name in enumerate(SQUARE_NAMES)}
 MV = {name: i for i, name in enumerate(MOVE_NAMES)}

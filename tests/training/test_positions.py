@@ -15,6 +15,7 @@ from oneply.engine.cli import run_reporting
 from oneply.engine.tokenizer import tokenize
 from oneply.training import positions
 from oneply.training.dataset import DatasetError, position_key, puzzle_keys
+from tests.conftest import REPO
 
 
 def _args(*argv: str):
@@ -147,7 +148,7 @@ def test_sigterm_stops_the_workers_and_their_stockfish(tmp_path: Path) -> None:
     cmd = [sys.executable, "-m", "oneply.engine", "train", "positions", "--out", str(out)]
     proc = subprocess.Popen(
         [*cmd, "--count", "100000", "--workers", "2", "--seed", "5"],
-        cwd=Path(__file__).resolve().parent.parent,
+        cwd=REPO,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         start_new_session=True,  # like a service: not in the test's process group

@@ -9,6 +9,8 @@ import chess
 import numpy as np
 
 from oneply.engine.inference import Scorer, encode_batch
+from oneply.engine.mirror import MIRROR_MOVE
+from oneply.engine.moves import MOVES, move_id
 
 
 def torch_log_probs(model, boards: Sequence[chess.Board], layout: str = "shared"):
@@ -36,3 +38,16 @@ def randomise_fact_tables(model) -> None:
         for name, parameter in model.named_parameters():
             if name.endswith("fact_embed.weight"):
                 parameter.normal_(0.0, 0.02)
+
+
+def scores_by_move(model, board: chess.Board, layout: str) -> dict[str, np.ndarray]:
+    """Log-probs per move, keyed by the move as seen from the side to move (black's moves
+    rank-flipped), so a position and its colour-flipped twin use the same keys."""
+    moves = [list(board.legal_moves)]
+    if isinstance(model, Scorer):
+        out = file_log_probs(model, [board])[0]
+    else:
+        out = torch_log_probs(model, [board], layout)[0][0]
+    black = board.turn == chess.BLACK
+    keys = [MOVES[MIRROR_MOVE[move_id(m)]] if black else m.uci() for m in moves[0]]
+    return dict(zip(keys, out, strict=True))

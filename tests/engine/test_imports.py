@@ -12,7 +12,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+from tests.conftest import REPO
+
 PACKAGES = ("engine", "bot", "arena", "training")
 
 #: package → the other packages it may import

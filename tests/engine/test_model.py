@@ -15,7 +15,7 @@ from oneply.engine.inference import Scorer, encode_batch
 from oneply.engine.model_file import ModelFileError
 from oneply.engine.tokenizer import tokenize
 from tests.conftest import POSITION_218
-from tests.model_helpers import file_log_probs, randomise_fact_tables, torch_log_probs
+from tests.helpers.model_helpers import file_log_probs, randomise_fact_tables, torch_log_probs
 
 torch = pytest.importorskip("torch")
 

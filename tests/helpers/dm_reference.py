@@ -1,8 +1,8 @@
 """DeepMind's searchless_chess action-value model, restated in JAX/haiku for the import tests.
 
-The real checkpoints cannot be downloaded here, so tests/test_dm_import.py builds checkpoints
-with exactly their structure — the same haiku modules created in the same order (hence the
-same parameter names and shapes), saved by orbax's CheckpointManager in the layout their
+The real checkpoints cannot be downloaded here, so tests/training/test_dm_import.py builds
+checkpoints with exactly their structure — the same haiku modules created in the same order
+(hence the same parameter names and shapes), saved by orbax's CheckpointManager in the layout their
 training writes (``<model>/<step>/params``) — fills them with random values, and compares the
 imported ONNX file with this forward pass.
 

@@ -22,7 +22,8 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
+from tests.conftest import REPO
+
 TOP_LEVEL_FOLDERS = ("engine", "bot", "training", "arena")
 
 

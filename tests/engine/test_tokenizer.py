@@ -1,7 +1,6 @@
 """Tokenizer and move vocabulary: the model file format (docs/FORMAT.md §1-2)."""
 
 import re
-from pathlib import Path
 
 import chess
 import numpy as np
@@ -9,6 +8,7 @@ import pytest
 
 from oneply.engine.moves import MAX_LEGAL_MOVES, MOVES, NUM_MOVES, legal_move_ids, move_id
 from oneply.engine.tokenizer import TokenizerError, state_string, tokenize
+from tests.conftest import REPO
 
 # The vocabulary typed out again, so a change to the module cannot silently pass.
 VOCAB = "0 1 2 3 4 5 6 7 8 9 a b c d e f g h p n r k q P B N R Q K w .".split()
@@ -110,7 +110,7 @@ def test_chess960_castling_is_rejected_clearly():
         tokenize(board)
 
 
-FORMAT_DOC = Path(__file__).resolve().parent.parent / "docs" / "FORMAT.md"
+FORMAT_DOC = REPO / "docs" / "FORMAT.md"
 
 
 def test_format_doc_agrees_with_the_code():

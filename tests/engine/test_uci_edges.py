@@ -12,7 +12,7 @@ import chess.engine
 import pytest
 
 from tests.conftest import REPO
-from tests.test_uci import RawEngine
+from tests.helpers.uci import RawEngine
 
 #: `oneply uci` whose model loader sleeps first: a stand-in for a big model on a slow disk
 SLOW_LOADER = """

@@ -13,7 +13,7 @@ from oneply.arena.puzzles import read_puzzles, solve_puzzles
 from oneply.engine.inference import MoveScore, Scorer
 from oneply.engine.search import Limits, SearchScorer, TreeSearch, exact_value
 from tests.conftest import REPO
-from tests.test_uci import UCI_CMD, RawEngine
+from tests.helpers.uci import UCI_CMD, RawEngine
 
 #: dev puzzles that are mates in two (a test fixture, never training data)
 MATES_IN_TWO = ("0My1q", "1G8hs", "02O2z", "3fYJ4", "2AmTS", "0JCIA", "00eCY", "4CtW2")
@@ -42,7 +42,11 @@ class SlowScorer:
 def test_a_mate_in_two_the_one_pass_model_misses_is_found_with_search(bundled) -> None:
     puzzles = [p for p in read_puzzles(DEV_PUZZLES) if p.id in MATES_IN_TWO]
     assert len(puzzles) == len(MATES_IN_TWO)
-    missed = [p for p, ok in zip(puzzles, solve_puzzles(bundled, puzzles, 1, False)) if not ok]
+    missed = [
+        p
+        for p, ok in zip(puzzles, solve_puzzles(bundled, puzzles, 1, False), strict=True)
+        if not ok
+    ]
     assert missed, "the one-pass model solves every fixture: pick harder mates in two"
     assert all(solve_puzzles(SearchScorer(bundled, 300), missed[:2], batch=1, progress=False))
 

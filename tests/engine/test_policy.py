@@ -22,7 +22,7 @@ from oneply.engine.policy import (
 )
 from oneply.engine.policy_config import POLICY_OPTIONS, PolicyOptionError, policy_from_mapping
 
-SLOW_STOCKFISH = Path(__file__).parent / "engines" / "slow_stockfish.py"
+SLOW_STOCKFISH = Path(__file__).parents[1] / "helpers" / "engines" / "slow_stockfish.py"
 
 #: white wins the black queen with Qxd5; every other candidate is a quiet king/queen move
 FREE_QUEEN = "4k3/8/8/3q4/8/8/8/3QK3 w - - 0 1"

@@ -1,6 +1,6 @@
 """`oneply import-dm`: DeepMind's checkpoints → oneply model files (training/dm_import.py).
 
-The real weights cannot be downloaded here. tests/dm_reference.py builds a checkpoint with
+The real weights cannot be downloaded here. tests/helpers/dm_reference.py builds a checkpoint with
 exactly their structure (haiku parameter names and shapes, orbax on-disk layout) filled with
 random values, and runs their architecture's forward pass in JAX; the imported file must give
 the same win probabilities within 1e-4.
@@ -35,8 +35,8 @@ from oneply.training.dm_import import (  # noqa: E402
     infer_size,
     read_params,
 )
-from tests import dm_reference as dm  # noqa: E402
 from tests.conftest import POSITION_218  # noqa: E402
+from tests.helpers import dm_reference as dm  # noqa: E402
 
 ONE_MOVE = "k7/8/8/8/8/8/1q6/K7 w - - 0 1"
 MIDDLEGAME = "r1bq1rk1/pp2bppp/2n1pn2/3p4/2PP4/2N2N2/PP2BPPP/R2QKB1R w KQ - 3 8"

@@ -20,7 +20,7 @@ import pytest
 from oneply.engine.errors import CommandError
 from oneply.engine.inference import Scorer
 from tests.conftest import POSITION_218
-from tests.model_helpers import file_log_probs, torch_log_probs
+from tests.helpers.model_helpers import file_log_probs, torch_log_probs
 
 torch = pytest.importorskip("torch")
 
@@ -33,8 +33,9 @@ from oneply.training.device import Dist, pick_device  # noqa: E402
 from oneply.training.export import export_model, load_checkpoint_model  # noqa: E402
 from oneply.training.model import PRESETS, ActionValueModel  # noqa: E402
 from oneply.training.warm_start import run_architecture  # noqa: E402
-from tests.test_fit import REPO, _fit_command, config, make_shard  # noqa: E402
-from tests.test_mirror import scores_by_move  # noqa: E402
+from tests.conftest import REPO  # noqa: E402
+from tests.helpers.model_helpers import scores_by_move  # noqa: E402
+from tests.helpers.training import config, fit_command, make_shard  # noqa: E402
 
 BOARDS = [
     chess.Board(),
@@ -285,7 +286,7 @@ def test_sigkill_then_resume_with_init_and_follow_matches_an_uninterrupted_run(
     shutil.copytree(first, killed)
 
     def command(out: Path) -> list[str]:
-        base = _fit_command(data, out)
+        base = fit_command(data, out)
         base[base.index("--steps") + 1] = "40"
         base[base.index("--preset") : base.index("--preset") + 2] = ["--init", str(init)]
         return base + ["--follow", "--rescan-every", "2", "--eval-puzzles", "0"]

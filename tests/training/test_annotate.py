@@ -16,7 +16,6 @@ import chess
 import chess.engine
 import numpy as np
 import pytest
-from processes import session_processes, wait_until_gone
 
 from oneply.engine.cli import run_reporting
 from oneply.engine.moves import legal_move_ids
@@ -25,12 +24,12 @@ from oneply.engine.tokenizer import tokenize
 from oneply.training import annotate
 from oneply.training.dataset import AnnotatedDataset, Shard, position_key
 from oneply.training.stockfish_scorer import StockfishScorer
-from tests.conftest import stockfish_path
-from tests.stockfish_reference import reference_values
+from tests.conftest import REPO, stockfish_path
+from tests.helpers.processes import session_processes, wait_until_gone
+from tests.helpers.stockfish_reference import reference_values
 
 pytestmark = pytest.mark.usefixtures("stockfish")
 
-REPO = Path(__file__).resolve().parents[1]
 
 #: white to move: Qe8 mates, Qf7 stalemates
 MATE_AND_STALEMATE = "7k/4Q3/6K1/8/8/8/8/8 w - - 0 1"

@@ -12,7 +12,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from oneply.training import ablation  # noqa: E402
-from tests.test_fit import make_shard  # noqa: E402
+from tests.helpers.training import make_shard  # noqa: E402
 
 
 def init_weights(tmp_path: Path, name: str) -> dict:

@@ -21,8 +21,6 @@ torch = pytest.importorskip("torch")
 import torch.nn.functional as F  # noqa: E402
 
 from oneply.engine.errors import CommandError  # noqa: E402
-from oneply.engine.moves import legal_move_ids  # noqa: E402
-from oneply.engine.tokenizer import tokenize  # noqa: E402
 from oneply.engine.values import (  # noqa: E402
     bin_centres,
     hl_gauss,  # noqa: E402
@@ -35,7 +33,6 @@ from oneply.training.config import CHECKPOINT, METRICS, PLOT, TrainConfig  # noq
 from oneply.training.dataset import (  # noqa: E402
     AnnotatedDataset,
     puzzle_keys,  # noqa: E402
-    write_shard,
 )
 from oneply.training.model import PRESETS, ActionValueModel  # noqa: E402
 from oneply.training.optim import learning_rate  # noqa: E402
@@ -47,8 +44,8 @@ from oneply.training.targets import (  # noqa: E402
     one_hot_targets,
 )
 from oneply.training.train_bench import synthetic_batch  # noqa: E402
-
-REPO = Path(__file__).resolve().parent.parent
+from tests.conftest import REPO  # noqa: E402
+from tests.helpers.training import config, fit_command, make_shard  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
@@ -58,36 +55,6 @@ def one_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(threads)
-
-
-def learnable_wins(ids: np.ndarray) -> np.ndarray:
-    """A value that depends on the move only, so a few steps of training can fit it."""
-    return ((ids % 7) / 6.0).astype(np.float32)
-
-
-def make_shard(
-    root: Path, positions: int, seed: int = 0, extra: list[str] = (), name: str = "chunk-000000"
-) -> Path:
-    """Positions from random games (plus `extra` FENs), with learnable synthetic values."""
-    rng = np.random.default_rng(seed)
-    boards = [chess.Board(fen) for fen in extra]
-    board = chess.Board()
-    while len(boards) < positions:
-        if board.is_game_over() or board.ply() > 60:
-            board = chess.Board()
-        boards.append(board.copy())
-        moves = list(board.legal_moves)
-        board.push(moves[rng.integers(len(moves))])
-    ids = [legal_move_ids(b) for b in boards]
-    states = np.stack([tokenize(b) for b in boards])
-    write_shard(root / name, states, ids, [learnable_wins(i) for i in ids])
-    return root
-
-
-def config(data: Path, out: Path, **changes) -> TrainConfig:
-    base = dict(preset="tiny", steps=12, batch=16, warmup=2, lr=3e-3, val_percent=20)
-    base.update(eval_every=6, checkpoint_every=6, log_every=3, val_positions=64, bucket=4)
-    return TrainConfig(data=[str(data)], out=str(out), **{**base, **changes})
 
 
 # --------------------------------------------------------------------------- targets and loss
@@ -239,22 +206,12 @@ def test_resume_refuses_a_checkpoint_trained_differently(tmp_path: Path) -> None
         fit.train(config(data, tmp_path / "run", steps=2, batch=8), quiet=True)
 
 
-def _fit_command(data: Path, out: Path) -> list[str]:
-    return [
-        sys.executable, "-m", "oneply.engine", "train", "fit", str(data), "--out", str(out),
-        "--preset", "tiny", "--steps", "16", "--threads", "1", "--batch", "8", "--warmup", "3",
-        "--lr", "3e-3",
-        "--checkpoint-every", "3", "--eval-every", "8", "--log-every", "2", "--val-percent",
-        "20", "--bucket", "4", "--quiet", "--exclude-puzzles",
-    ]  # fmt: skip
-
-
 @pytest.mark.slow
 def test_sigkill_then_resume_continues_and_matches_an_uninterrupted_run(tmp_path: Path) -> None:
     data = make_shard(tmp_path / "data", 50)
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     killed = tmp_path / "killed"
-    process = subprocess.Popen(_fit_command(data, killed), env=env, cwd=REPO)
+    process = subprocess.Popen(fit_command(data, killed), env=env, cwd=REPO)
     checkpoint = killed / CHECKPOINT
     deadline = time.monotonic() + 120
     while not checkpoint.exists() and process.poll() is None and time.monotonic() < deadline:
@@ -265,7 +222,7 @@ def test_sigkill_then_resume_continues_and_matches_an_uninterrupted_run(tmp_path
     assert 0 < saved < 16, "the run should have been killed mid-way"
 
     resumed = subprocess.run(
-        _fit_command(data, killed)[:-2] + ["--exclude-puzzles"],  # not --quiet: prints resume
+        fit_command(data, killed)[:-2] + ["--exclude-puzzles"],  # not --quiet: prints resume
         env=env, cwd=REPO, capture_output=True, text=True, check=True,
     )  # fmt: skip
     assert f"from step {saved}" in resumed.stdout
@@ -274,7 +231,7 @@ def test_sigkill_then_resume_continues_and_matches_an_uninterrupted_run(tmp_path
     assert train_steps == sorted(set(train_steps)) and train_steps[-1] == 16  # no duplicates
 
     straight = tmp_path / "straight"
-    subprocess.run(_fit_command(data, straight), env=env, cwd=REPO, check=True)
+    subprocess.run(fit_command(data, straight), env=env, cwd=REPO, check=True)
     a = torch.load(killed / CHECKPOINT, weights_only=False)
     b = torch.load(straight / CHECKPOINT, weights_only=False)
     assert a["step"] == b["step"] == 16
@@ -288,7 +245,7 @@ def test_torchrun_two_processes_share_each_global_batch(tmp_path: Path) -> None:
     data = make_shard(tmp_path / "data", 60)
     env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
     command = [sys.executable, "-m", "torch.distributed.run", "--standalone"]
-    command += ["--nproc_per_node", "2", "-m", "oneply.engine"] + _fit_command(
+    command += ["--nproc_per_node", "2", "-m", "oneply.engine"] + fit_command(
         data, tmp_path / "run"
     )[3:]
     command[command.index("--steps") + 1] = "4"

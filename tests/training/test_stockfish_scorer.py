@@ -12,7 +12,7 @@ import pytest
 from oneply.engine.stockfish import SMALL, open_stockfish
 from oneply.training.annotate import AnnotateError, open_engine
 from oneply.training.stockfish_scorer import StockfishError, StockfishScorer, parse_line
-from tests.stockfish_reference import reference_values
+from tests.helpers.stockfish_reference import reference_values
 
 
 def _positions(count: int, seed: int = 3) -> list[chess.Board]:

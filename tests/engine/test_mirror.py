@@ -15,10 +15,10 @@ import pytest
 
 from oneply.engine.inference import Scorer
 from oneply.engine.mirror import MIRROR_MOVE, flip_state
-from oneply.engine.moves import MOVES, NUM_MOVES, move_id
+from oneply.engine.moves import MOVES, NUM_MOVES
 from oneply.engine.tokenizer import tokenize
 from tests.conftest import POSITION_218
-from tests.model_helpers import file_log_probs, torch_log_probs
+from tests.helpers.model_helpers import file_log_probs, scores_by_move, torch_log_probs
 
 torch = pytest.importorskip("torch")
 
@@ -87,19 +87,6 @@ def test_flip_state_is_python_chess_board_mirror_and_an_involution():
     flipped = flip_state(states)
     assert np.array_equal(flipped, np.stack([tokenize(board.mirror()) for board in boards]))
     assert np.array_equal(flip_state(flipped), states)
-
-
-def scores_by_move(model, board: chess.Board, layout: str) -> dict[str, np.ndarray]:
-    """Log-probs per move, keyed by the move as seen from the side to move (black's moves
-    rank-flipped), so a position and its colour-flipped twin use the same keys."""
-    moves = [list(board.legal_moves)]
-    if isinstance(model, Scorer):
-        out = file_log_probs(model, [board])[0]
-    else:
-        out = torch_log_probs(model, [board], layout)[0][0]
-    black = board.turn == chess.BLACK
-    keys = [MOVES[MIRROR_MOVE[move_id(m)]] if black else m.uci() for m in moves[0]]
-    return dict(zip(keys, out, strict=True))
 
 
 @pytest.mark.parametrize("layout", ["shared", "per_move"])

@@ -15,7 +15,6 @@ from pathlib import Path
 import chess
 import numpy as np
 import pytest
-from processes import session_processes, wait_until_gone
 
 from oneply.engine.cli import run_reporting
 from oneply.engine.stockfish import close_stockfish, open_stockfish
@@ -23,22 +22,10 @@ from oneply.engine.tokenizer import tokenize
 from oneply.training import generate
 from oneply.training.compact import fen_of_tokens
 from oneply.training.dataset import AnnotatedDataset, Shard, find_shards, position_key
-from tests.conftest import stockfish_path
-from tests.stockfish_reference import reference_values
-
-REPO = Path(__file__).resolve().parents[1]
-#: short games, so that a few hundred positions span many games and shards
-FAST = ["--depth", "1", "--max-plies", "40", "--shard-size", "30", "--bench-sample", "0"]
-
-
-def _args(*argv: str):
-    parser = ArgumentParser()
-    generate.add_arguments(parser)
-    return parser.parse_args(list(argv))
-
-
-def _run(out: Path, count: int, *extra: str) -> dict:
-    return generate.run_generate(_args("--out", str(out), "--count", str(count), *FAST, *extra))
+from tests.conftest import REPO, stockfish_path
+from tests.helpers.processes import session_processes, wait_until_gone
+from tests.helpers.stockfish_reference import reference_values
+from tests.helpers.training import FAST, generate_args, run_generate
 
 
 def _contents(out: Path) -> dict[bytes, tuple[str, np.ndarray]]:
@@ -57,12 +44,12 @@ def _contents(out: Path) -> dict[bytes, tuple[str, np.ndarray]]:
 
 def test_rerun_adds_the_difference_with_the_values_of_a_one_worker_run(tmp_path: Path) -> None:
     reference = tmp_path / "one"
-    assert _run(reference, 160, "--workers", "1")["new"] == 160
+    assert run_generate(reference, 160, "--workers", "1")["new"] == 160
     resumed = tmp_path / "two"
-    assert _run(resumed, 70, "--workers", "2")["new"] == 70
-    again = _run(resumed, 70, "--workers", "2")
+    assert run_generate(resumed, 70, "--workers", "2")["new"] == 70
+    again = run_generate(resumed, 70, "--workers", "2")
     assert again["new"] == 0 and again["positions"] == 70  # same N: nothing to do
-    result = _run(resumed, 160, "--workers", "2")
+    result = run_generate(resumed, 160, "--workers", "2")
     assert result["new"] == 90 and result["positions"] == 160
     one, two = _contents(reference), _contents(resumed)
     assert len(one) == len(two) == 160
@@ -75,12 +62,12 @@ def test_rerun_adds_the_difference_with_the_values_of_a_one_worker_run(tmp_path:
     manifest = json.loads((resumed / "manifest.json").read_text())
     assert manifest["positions"] == 160 and manifest["settings"]["game"]["max_plies"] == 40
     with pytest.raises(generate.GenerateError, match="other settings"):
-        _run(resumed, 200, "--seed", "5")
+        run_generate(resumed, 200, "--seed", "5")
 
 
 def test_sigkill_then_rerun_gives_the_uninterrupted_set_and_no_orphans(tmp_path: Path) -> None:
     reference = tmp_path / "ref"
-    _run(reference, 240, "--workers", "2")
+    run_generate(reference, 240, "--workers", "2")
     out = tmp_path / "killed"
     command = [sys.executable, "-m", "oneply.engine", "train", "generate", "--out", str(out)]
     command += ["--count", "240", "--workers", "2", *FAST]
@@ -128,7 +115,7 @@ def test_sigkill_then_rerun_gives_the_uninterrupted_set_and_no_orphans(tmp_path:
 
 
 def test_puzzle_positions_are_never_emitted(tmp_path: Path) -> None:
-    _run(tmp_path / "plain", 100, "--workers", "1")
+    run_generate(tmp_path / "plain", 100, "--workers", "1")
     plain = _contents(tmp_path / "plain")
     fens = [fen for fen, _ in list(plain.values())[10:40:10]]
     csv = tmp_path / "puzzles.csv"
@@ -137,7 +124,7 @@ def test_puzzle_positions_are_never_emitted(tmp_path: Path) -> None:
         board = chess.Board(fen)
         rows.append(f"p{number},{fen},{next(iter(board.legal_moves)).uci()},1500,x,u\n")
     csv.write_text("PuzzleId,FEN,Moves,Rating,Themes,GameUrl\n" + "".join(rows))
-    _run(tmp_path / "excluded", 100, "--workers", "1", "--exclude", str(csv))
+    run_generate(tmp_path / "excluded", 100, "--workers", "1", "--exclude", str(csv))
     excluded = _contents(tmp_path / "excluded")
     banned = {position_key(tokenize(f)) for f in fens}
     assert len(excluded) == 100 and not banned & excluded.keys()
@@ -145,11 +132,11 @@ def test_puzzle_positions_are_never_emitted(tmp_path: Path) -> None:
 
 
 def test_shard_k_of_n_splits_the_games_and_the_trainer_reads_all_hosts(tmp_path: Path) -> None:
-    _run(tmp_path / "whole", 120, "--workers", "1")
+    run_generate(tmp_path / "whole", 120, "--workers", "1")
     whole = _contents(tmp_path / "whole")
     hosts = [tmp_path / f"host{k}" for k in range(2)]
     for k, host in enumerate(hosts):
-        _run(host, 60, "--workers", "1", "--shard", f"{k}/2")
+        run_generate(host, 60, "--workers", "1", "--shard", f"{k}/2")
     parts = [_contents(h) for h in hosts]
     for part in parts:  # a host's games are the single run's games of its residue
         for key in part.keys() & whole.keys():
@@ -160,7 +147,7 @@ def test_shard_k_of_n_splits_the_games_and_the_trainer_reads_all_hosts(tmp_path:
 
 
 def test_json_reports_the_rate_and_stockfish_alone(tmp_path: Path, capsys) -> None:
-    args = _args("--out", str(tmp_path / "d"), "--count", "60", "--json", *FAST[:-2])
+    args = generate_args("--out", str(tmp_path / "d"), "--count", "60", "--json", *FAST[:-2])
     args.bench_sample = 20
     assert generate.run(args) == 0
     result = json.loads(capsys.readouterr().out)
@@ -230,7 +217,7 @@ def test_inspect_records_agree_with_a_fresh_stockfish_and_the_table_counts(
     from oneply.training import inspect_data
 
     out = tmp_path / "d"
-    _run(out, 80, "--workers", "2", "--depth", "2")
+    run_generate(out, 80, "--workers", "2", "--depth", "2")
     parser = ArgumentParser()
     inspect_data.add_arguments(parser)
     assert inspect_data.run(parser.parse_args([str(out), "--sample", "6", "--json"])) == 0
@@ -264,19 +251,26 @@ def test_unreadable_book_or_eco_file_is_a_clear_error(tmp_path: Path, capsys) ->
     not_a_book.write_bytes(b"\x01\x02\x03")  # not a multiple of 16 bytes: no polyglot book
     for bad in (["--book", str(tmp_path / "missing.bin")], ["--book", str(not_a_book)]):
         assert (
-            run_reporting(generate.run, _args("--out", str(out), "--count", "5", *FAST, *bad)) == 2
+            run_reporting(
+                generate.run, generate_args("--out", str(out), "--count", "5", *FAST, *bad)
+            )
+            == 2
         )
         assert "polyglot book" in capsys.readouterr().err
     assert (
         run_reporting(
-            generate.run, _args("--out", str(out), "--count", "5", *FAST, "--eco", str(tmp_path))
+            generate.run,
+            generate_args("--out", str(out), "--count", "5", *FAST, "--eco", str(tmp_path)),
         )
         == 2
     )
     assert "ECO file" in capsys.readouterr().err
     assert not list(out.iterdir())  # nothing written, so the fixed command is not refused
     book = next(p for p in DEFAULT_BOOKS if p.exists())
-    assert generate.run(_args("--out", str(out), "--count", "5", *FAST, "--book", str(book))) == 0
+    assert (
+        generate.run(generate_args("--out", str(out), "--count", "5", *FAST, "--book", str(book)))
+        == 0
+    )
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["settings"]["books"] == [str(book)]  # a book given replaces the defaults
 
@@ -301,7 +295,7 @@ def test_next_run_removes_what_killed_runs_left_and_keeps_live_writers_work(tmp_
         busy.mkdir()
         unrelated = out / ".notes-1"
         unrelated.write_text("mine")
-        _run(out, 30)
+        run_generate(out, 30)
         assert not any(p.exists() for p in [*left, manifest])
         assert busy.is_dir() and unrelated.read_text() == "mine"
         assert len(_contents(out)) == 30

@@ -1,5 +1,5 @@
 """End-to-end tests of `oneply bot`: the real bot code and the real berserk client against
-the fake Lichess server in tests/lichess_server.py (no mocks of berserk or requests)."""
+the fake Lichess server in tests/helpers/lichess_server.py (no mocks of berserk or requests)."""
 
 from __future__ import annotations
 
@@ -29,9 +29,8 @@ from oneply.bot.main import Bot
 from oneply.engine.fallback import Fallback
 from oneply.engine.health import check_heartbeat
 from oneply.engine.inference import Scorer
-from tests.lichess_server import BOT, FakeGame, FakeLichess, idle_opponent, random_opponent
-
-REPO = Path(__file__).resolve().parent.parent
+from tests.conftest import REPO
+from tests.helpers.lichess_server import BOT, FakeGame, FakeLichess, idle_opponent, random_opponent
 
 
 @pytest.fixture(scope="module")

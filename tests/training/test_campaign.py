@@ -16,8 +16,11 @@ torch = pytest.importorskip("torch")
 
 from oneply.engine.features import ALL_FACTS  # noqa: E402
 from oneply.training import campaign, fit  # noqa: E402
-from tests.test_fit import config, make_shard  # noqa: E402
-from tests.test_generate import _run  # noqa: E402
+from tests.helpers.training import (  # noqa: E402
+    config,
+    make_shard,
+    run_generate,  # noqa: E402
+)
 
 
 def _args(*argv: str) -> argparse.Namespace:
@@ -43,7 +46,7 @@ def test_start_resumes_from_the_committed_weights_else_the_bundled_model(tmp_pat
 
 def test_generate_records_the_labelling_cpu_of_every_shard(tmp_path: Path) -> None:
     out = tmp_path / "gen"
-    _run(out, 60)
+    run_generate(out, 60)
     totals = campaign.label_totals(out)
     assert totals["positions"] >= 60 and totals["timed_positions"] == totals["positions"]
     assert totals["seconds"] > 0 and totals["depths"] == {1}

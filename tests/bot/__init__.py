@@ -1,0 +1,1 @@
+"""Tests of oneply.bot (and the Docker image that runs it)."""

@@ -1,0 +1,1 @@
+"""Tests of oneply.engine (and the `oneply` command line, packaging and README it owns)."""
