@@ -63,6 +63,11 @@ def test_ladder_end_to_end(
     assert "rating" in capsys.readouterr().out
 
 
-def test_ladder_needs_model_or_engine() -> None:
-    assert cli_main(["ladder", "--quiet"]) == 2
-    assert cli_main(["ladder", "/nonexistent/model.onnx", "--quiet"]) == 2
+def test_ladder_needs_model_or_engine(tmp_path, capsys) -> None:
+    out = tmp_path / "ladder.json"
+    assert cli_main(["ladder", "--quiet", "--json", str(out)]) == 2
+    assert "give a MODEL file or --engine" in capsys.readouterr().err
+    missing = "/nonexistent/model.onnx"
+    assert cli_main(["ladder", missing, "--quiet", "--json", str(out)]) == 2
+    assert f"no such model file: {missing}" in capsys.readouterr().err
+    assert not out.exists() and not list(tmp_path.iterdir())  # refused before any game

@@ -79,10 +79,20 @@ def test_strength_end_to_end(tiny_onnx, tmp_path, capsys) -> None:
     assert [o["name"] for o in data["opponents"]] == ["greedy"]
     assert data["opponents"][0]["games"] == 2
     assert data["puzzles"]["argmax"]["count"] == 8 and "policy" in data["puzzles"]
-    assert data["comparison"]["verdict"]
+    # the model against itself: the difference of the two runs' ratings, read by its interval
+    diff = data["comparison"]
+    lo, hi = diff["rating_diff_ci95"]
+    rating_diff = data["rating"]["rating"] - data["baseline"]["rating"]["rating"]
+    assert diff["rating_diff"] == pytest.approx(rating_diff)
+    assert lo < diff["rating_diff"] < hi
+    assert diff["verdict"] == (
+        "stronger" if lo > 0 else "weaker" if hi < 0 else "not distinguishable at 95%"
+    )
+    assert diff["puzzles_argmax_diff"] == 0  # the same net solves the same puzzles
     assert png.stat().st_size > 10_000
     printed = capsys.readouterr().out
     assert "rating:" in printed and "vs baseline" in printed
+    assert f"→ {diff['verdict']}" in printed
 
 
 def test_strength_rejects_a_missing_model(tmp_path, capsys) -> None:

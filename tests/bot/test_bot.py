@@ -162,17 +162,43 @@ def test_backoff_grows_with_jitter_and_caps():
     assert 0.05 <= delays[0] < 0.1 and delays[1] >= 0.1 and max(delays) <= 1.0
 
 
+class RecordingScorer:
+    """A MoveScorer that records the positions of each batched call."""
+
+    def __init__(self, inner):
+        self.inner, self.calls = inner, []
+
+    def score(self, board):
+        return self.score_many([board])[0]
+
+    def score_many(self, boards):
+        self.calls.append([board.fen() for board in boards])
+        return self.inner.score_many(boards)
+
+
 def test_batcher_batches_concurrent_positions(scorer):
-    batcher = InferenceBatcher(scorer, window_s=0.05)
     boards = []
     for uci in ["e2e4", "d2d4", "g1f3", "c2c4", "b2b3", "g2g3", "f2f4", "a2a3"]:
         boards.append(chess.Board())
         boards[-1].push_uci(uci)
+    # a window far longer than submitting takes: the batch closes when max_batch is reached
+    recording = RecordingScorer(scorer)
+    batcher = InferenceBatcher(recording, window_s=5.0, max_batch=8)
     futures = [batcher.submit(b) for b in boards]
     results = [f.result(10) for f in futures]
     batcher.close()
-    assert batcher.batches <= 2 and batcher.positions == 8
-    assert all(len(r) == 20 for r in results)
+    assert recording.calls == [[b.fen() for b in boards]]  # one call, in submission order
+    assert batcher.batches == 1 and batcher.positions == 8
+    for board, result in zip(boards, results, strict=True):  # each game gets its own scores
+        alone = {s.move: s.win for s in scorer.score(board)}
+        assert {s.move: pytest.approx(s.win, abs=1e-4) for s in result} == alone
+    # more positions than max_batch: full batches, then what is left when the window closes
+    recording = RecordingScorer(scorer)
+    batcher = InferenceBatcher(recording, window_s=1.0, max_batch=3)
+    [f.result(10) for f in [batcher.submit(b) for b in boards]]
+    batcher.close()
+    assert [len(call) for call in recording.calls] == [3, 3, 2]
+    assert batcher.batches == 3 and batcher.positions == 8
 
 
 # -- start-up checks ----------------------------------------------------------------------------

@@ -349,8 +349,23 @@ def test_fallback_is_skipped_when_the_clock_is_nearly_out():
     assert decision.rule == "best" and warnings == []
 
 
-def test_slow_wrapper_is_executable():
-    assert SLOW_STOCKFISH.stat().st_mode & 0o111
+def test_slow_wrapper_is_a_working_stockfish_that_holds_go_back(monkeypatch, stockfish):
+    """The two tests above blame the policy for what the wrapper does, so the wrapper itself
+    must start as an engine, pass Stockfish's answer through and only delay `go`."""
+    monkeypatch.setenv("SLOW_STOCKFISH_DELAY", "0.5")
+    monkeypatch.setenv("SLOW_STOCKFISH_ENGINE", stockfish)
+    warnings: list[str] = []
+    policy = fallback_policy(warnings, stockfish_path=str(SLOW_STOCKFISH))
+    try:
+        policy.choose(chess.Board(), won_scores(["e2e4", "d2d4", "g1f3", "c2c4", "e2e3"]))
+        start = time.monotonic()  # the engine is running now: what follows is one `go`
+        decision = policy.choose(chess.Board(FREE_QUEEN), won_scores(FREE_QUEEN_CANDIDATES))
+        took = time.monotonic() - start
+    finally:
+        policy.close()
+    assert (decision.move.uci(), decision.rule) == ("d1d5", "stockfish")
+    assert took >= 0.5
+    assert warnings == []
 
 
 def test_uci_engine_announces_the_policy_options():
