@@ -26,7 +26,7 @@ log = logging.getLogger("oneply.bot")
 @dataclass
 class _Request:
     board: chess.Board
-    future: Future = field(default_factory=Future)
+    future: Future[list[MoveScore]] = field(default_factory=Future)
 
 
 class InferenceBatcher:
@@ -42,14 +42,15 @@ class InferenceBatcher:
         self._thread = threading.Thread(target=self._work, name="inference", daemon=True)
         self._thread.start()
 
-    def submit(self, board: chess.Board) -> Future:
+    def submit(self, board: chess.Board) -> Future[list[MoveScore]]:
         """A future for the position's scores (best first); the board is copied."""
         request = _Request(board.copy(stack=False))
         self._queue.put(request)
         return request.future
 
     def score(self, board: chess.Board, timeout: float | None = None) -> list[MoveScore]:
-        return self.submit(board).result(timeout)
+        scores: list[MoveScore] = self.submit(board).result(timeout)
+        return scores
 
     def _gather(self, first: _Request) -> list[_Request]:
         batch = [first]

@@ -231,7 +231,9 @@ def parse_config(data: Any, env: typing.Mapping[str, str] | None = None) -> BotC
     return config
 
 
-def load_config(path: str | os.PathLike, env: typing.Mapping[str, str] | None = None) -> BotConfig:
+def load_config(
+    path: str | os.PathLike[str], env: typing.Mapping[str, str] | None = None
+) -> BotConfig:
     """Read and validate config.yml. A missing file is an error, not all defaults: a typo in
     `--config` must not start a bot with settings nobody chose on a live account."""
     path = Path(path)
@@ -246,7 +248,7 @@ def default_config_text() -> str:
     return resources.files("oneply.bot").joinpath("config.yml").read_text(encoding="utf-8")
 
 
-def write_default_config(path: str | os.PathLike) -> Path:
+def write_default_config(path: str | os.PathLike[str]) -> Path:
     """Write the documented defaults to `path`; never over an existing file (it may hold a
     user's settings or token)."""
     target = Path(path)

@@ -52,7 +52,8 @@ def think_time(remaining_ms: int | None, increment_ms: int | None) -> float:
     """Seconds we may spend on this move: engine/clock.py's budget, the same as the UCI
     engine's; MAX_THINK_MS for a game without a clock (correspondence, unlimited)."""
     budget_ms = think_budget_ms(remaining_ms, increment_ms)
-    return (MAX_THINK_MS if budget_ms is None else budget_ms) / 1000
+    seconds: float = (MAX_THINK_MS if budget_ms is None else budget_ms) / 1000
+    return seconds
 
 
 def pgn_result(status: str, winner: str | None) -> str:
@@ -199,7 +200,9 @@ class Game:
         side = "w" if self.color == chess.WHITE else "b"
         return millis(self.state.get(f"{side}time")), millis(self.state.get(f"{side}inc"))
 
-    def choose(self, policy: MovePolicy, board: chess.Board, budget: float):
+    def choose(
+        self, policy: MovePolicy, board: chess.Board, budget: float
+    ) -> tuple[chess.Move, float | None, str]:
         """(move, expected win or None, rule): the policy on the model's scores; on any
         failure a fallback move, so that a bug never loses a game on time."""
         deadline = time.monotonic() + budget
@@ -246,7 +249,8 @@ class Game:
         if not rules.enabled or win is None:
             return False
         self.low_win_moves = self.low_win_moves + 1 if win < rules.max_win else 0
-        return self.low_win_moves >= rules.moves
+        resign: bool = self.low_win_moves >= rules.moves
+        return resign
 
     def _answer_draw_offer(self) -> None:
         """Accept the opponent's draw offer when config.yml's draw rule says so."""

@@ -163,7 +163,7 @@ class Lichess:
             return max(0.0, self._paused_until.get(endpoint, 0.0) - time.monotonic())
 
     def _pause(self, endpoint: str, error: ResponseError) -> float:
-        seconds = max(self.config.rate_limit.pause_429, retry_after(error))
+        seconds: float = max(self.config.rate_limit.pause_429, retry_after(error))
         with self._lock:
             self._paused_until[endpoint] = time.monotonic() + seconds
         log.warning("event=rate_limited endpoint=%s pause_s=%.1f", endpoint, seconds)
@@ -221,7 +221,7 @@ class Lichess:
             info = self.retrying("token", self.client.oauth.test_tokens, self.config.token)
         except ResponseError as error:
             raise SetupError(f"cannot check the token at {self.config.url}: {error}") from None
-        entry = info.get(self.config.token)
+        entry: dict[str, Any] | None = info.get(self.config.token)  # berserk is untyped
         if not entry:
             raise SetupError(
                 "the Lichess token is not valid (mistyped, expired or revoked); create a new "

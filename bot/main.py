@@ -16,7 +16,6 @@ import sys
 import threading
 from collections import deque
 from collections.abc import Callable
-from typing import Any
 
 from berserk.exceptions import ResponseError
 
@@ -32,7 +31,7 @@ from oneply.bot.config import (
 )
 from oneply.bot.game import Game, Services
 from oneply.bot.lichess import Lichess, RateLimited, SetupError, is_transient, status_of
-from oneply.bot.payloads import Challenge, Event
+from oneply.bot.payloads import Account, Challenge, Event
 from oneply.engine.fallback import Fallback
 from oneply.engine.health import Heartbeat
 from oneply.engine.inference import MoveScorer
@@ -112,7 +111,7 @@ class Bot:
             self.shutdown()
         return 0
 
-    def _connect(self) -> dict[str, Any] | None:
+    def _connect(self) -> Account | None:
         """The account, retried with capped back-off while Lichess cannot be reached (a
         network outage at start-up is not a reason to exit); None when stopped meanwhile.
         A rejected token or a non-BOT account is a SetupError at once."""
@@ -301,7 +300,7 @@ def setup_logging(level: str) -> None:
     logging.getLogger("berserk").setLevel(logging.INFO)  # DEBUG would log the token
 
 
-def upgrade(lichess: Lichess, confirm=input) -> int:
+def upgrade(lichess: Lichess, confirm: Callable[[str], str] = input) -> int:
     """Upgrade the account to BOT after the operator types its name back."""
     lichess.check_token()
     account = lichess.account()

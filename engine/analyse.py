@@ -6,6 +6,7 @@ import argparse
 import json
 import sys
 import time
+from typing import Any
 
 import chess
 
@@ -46,7 +47,9 @@ def position_from(fen_words: list[str], moves: list[str]) -> chess.Board:
     return board
 
 
-def report(board: chess.Board, scores: list[MoveScore], scorer: Scorer, ms: float) -> dict:
+def report(
+    board: chess.Board, scores: list[MoveScore], scorer: Scorer, ms: float
+) -> dict[str, Any]:
     policy = MovePolicy()
     try:
         decision = policy.choose(board, scores) if scores else None
@@ -70,7 +73,7 @@ def report(board: chess.Board, scores: list[MoveScore], scorer: Scorer, ms: floa
     }
 
 
-def print_table(result: dict) -> None:
+def print_table(result: dict[str, Any]) -> None:
     print(f"position  {result['fen']}")
     print(f"model     {result['model_description']}")
     print(f"time      {result['time_ms']:.1f} ms for {len(result['moves'])} moves (one pass)")

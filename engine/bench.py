@@ -26,6 +26,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import chess
 import numpy as np
@@ -74,9 +75,12 @@ def build_variants(model_path: Path, workdir: Path) -> dict[str, Path]:
     return paths
 
 
-def time_variant(scorer: Scorer, boards: list[chess.Board], label: str) -> tuple[list, list]:
+def time_variant(
+    scorer: Scorer, boards: list[chess.Board], label: str
+) -> tuple[list[float], list[dict[chess.Move, float]]]:
     """Milliseconds per position (one session run each) and the expected wins it produced."""
-    times, wins = [], []
+    times: list[float] = []
+    wins: list[dict[chess.Move, float]] = []
     for board in tqdm(boards, desc=f"{label:<14}", unit="pos", leave=False, file=sys.stderr):
         start = time.perf_counter()
         scores = scorer.score(board)
@@ -97,7 +101,7 @@ def time_facts(boards: list[chess.Board]) -> list[float]:
     return times
 
 
-def summarise(times: list[float]) -> dict:
+def summarise(times: list[float]) -> dict[str, float]:
     return {
         "median": statistics.median(times),
         "p90": float(np.percentile(times, 90)),
@@ -105,7 +109,7 @@ def summarise(times: list[float]) -> dict:
     }
 
 
-def bench(model: str | None, threads: int, limit: int | None) -> dict:
+def bench(model: str | None, threads: int, limit: int | None) -> dict[str, Any]:
     boards = load_positions(limit=limit)
     base = Scorer(model, threads=threads)
     results, wins = {}, {}
@@ -150,7 +154,7 @@ def bench(model: str | None, threads: int, limit: int | None) -> dict:
     }
 
 
-def print_table(result: dict) -> None:
+def print_table(result: dict[str, Any]) -> None:
     print(f"model     {result['model_description']}")
     print(
         f"positions {result['positions']} (mean {result['legal_moves_mean']:.1f} legal moves), "

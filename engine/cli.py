@@ -27,7 +27,8 @@ def run_reporting(run: Callable[[argparse.Namespace], int | None], args: argpars
         return int(run(args) or 0)
     except CommandError as error:  # bad input or a failed step: the message says what to do
         print(error, file=sys.stderr)
-        return error.exit_code
+        code: int = error.exit_code
+        return code
 
 
 #: subcommand → (module, one-line help)

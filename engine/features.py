@@ -103,7 +103,8 @@ def _count_attacks(board: chess.Board, color: chess.Color) -> np.ndarray:
     if not masks:
         return np.zeros(64, dtype=np.int64)
     bits = (np.array(masks, dtype=np.uint64)[:, None] >> _BIT_OF_SQUARE) & np.uint64(1)
-    return bits.sum(axis=0).astype(np.int64)
+    counts: np.ndarray = bits.sum(axis=0).astype(np.int64)
+    return counts
 
 
 def square_facts(board: chess.Board) -> np.ndarray:

@@ -33,6 +33,7 @@ from oneply.engine.features import (
     MOVE_FACTS,
     SQUARE_FACTS,
     TOKEN_SQUARE,
+    Fact,
     channels,
     table_offsets,
 )
@@ -177,7 +178,7 @@ class _Builder:
         pads = g.const([0, BOARD_START, 0, 0, after, 0])
         return g.op("Add", x, g.op("Pad", embedded, pads))
 
-    def facts(self, facts: str, declared: Sequence, table: str) -> str:
+    def facts(self, facts: str, declared: Sequence[Fact], table: str) -> str:
         """[B, T, C] facts → [B, T, D]: the sum of the picked channels' embedding rows."""
         g = self.g
         offsets, _ = table_offsets(self.features, declared)

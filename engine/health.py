@@ -38,7 +38,7 @@ class Heartbeat:
     berserk swallows the keep-alive lines themselves, hence this indirection.
     """
 
-    def __init__(self, path: str | os.PathLike | None = None, interval: float = 5.0):
+    def __init__(self, path: str | os.PathLike[str] | None = None, interval: float = 5.0):
         self.path = Path(path) if path else heartbeat_path()
         self.interval = interval
         self.alive = threading.Event()

@@ -120,7 +120,7 @@ class Scorer:
 
     def __init__(
         self,
-        model: str | os.PathLike | None = None,
+        model: str | os.PathLike[str] | None = None,
         threads: int | None = None,
         providers: Sequence[str] | None = None,
     ):
@@ -131,7 +131,8 @@ class Scorer:
 
     @property
     def provider(self) -> str:
-        return self.session.get_providers()[0]
+        providers: list[str] = self.session.get_providers()  # onnxruntime is untyped
+        return providers[0]
 
     @property
     def reads_facts(self) -> bool:
@@ -153,7 +154,8 @@ class Scorer:
                 if array is None:
                     raise ValueError(f"{self.path.name} reads {name}: encode with facts=True")
                 feeds[name] = array
-        return self.session.run(["log_probs"], feeds)[0]
+        log_probs: np.ndarray = self.session.run(["log_probs"], feeds)[0]  # untyped
+        return log_probs
 
     def score(self, board: chess.Board) -> list[MoveScore]:
         """Every legal move of one position, best first."""
@@ -172,7 +174,7 @@ class Scorer:
         return ranked_moves(encoded.moves, expected_win(self.log_probs(*encoded.arrays())))
 
 
-def ranked_moves(moves: list[list], wins: np.ndarray) -> list[list[MoveScore]]:
+def ranked_moves(moves: list[list[chess.Move]], wins: np.ndarray) -> list[list[MoveScore]]:
     """Each position's legal moves with their expected wins [B, N] (padding ignored), best
     first: the one ranking rule, shared by every scorer (onnxruntime here, torch in training)."""
     return [

@@ -120,4 +120,5 @@ def flip_state(state: np.ndarray) -> np.ndarray:
     castling = state[..., FIELDS["castling"]]
     code = CASTLING_BIT[castling].sum(-1, keepdims=True)
     extended = np.concatenate([state, code], axis=-1)
-    return STATE_MAP_FLAT[extended[..., STATE_SOURCE] + STATE_MAP_OFFSET]
+    flipped: np.ndarray = STATE_MAP_FLAT[extended[..., STATE_SOURCE] + STATE_MAP_OFFSET]
+    return flipped

@@ -27,6 +27,7 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from oneply.engine.features import FeatureError, check_names
 from oneply.engine.values import NUM_BINS
@@ -61,13 +62,13 @@ class ModelInfo:
     layout: str
     num_bins: int
     preset: str
-    config: dict
+    config: dict[str, Any]
     trained: bool
     quantization: str = "fp32"
-    training: dict = field(default_factory=dict)
-    metrics: dict = field(default_factory=dict)
+    training: dict[str, Any] = field(default_factory=dict)
+    metrics: dict[str, Any] = field(default_factory=dict)
     #: imported weights: their repository, checkpoint, step and how they were mapped
-    source: dict = field(default_factory=dict)
+    source: dict[str, Any] = field(default_factory=dict)
 
     @property
     def name(self) -> str:
@@ -102,7 +103,7 @@ class ModelInfo:
         return {KEY_PREFIX + k: v for k, v in props.items()}
 
 
-def written_version(config: dict) -> str:
+def written_version(config: dict[str, Any]) -> str:
     """The oldest format version that describes a model of this config (older readers keep
     reading every file that does not need the newer one)."""
     if config.get("features"):
@@ -120,7 +121,7 @@ def add_model_argument(parser: argparse.ArgumentParser, what: str = "ONNX model 
     parser.add_argument("--model", default=None, help=f"{what} (default: {MODEL_DEFAULT_TEXT})")
 
 
-def resolve_model_path(explicit: str | os.PathLike | None = None) -> Path:
+def resolve_model_path(explicit: str | os.PathLike[str] | None = None) -> Path:
     """--model / ModelFile, then $ONEPLY_MODEL, then the bundled model."""
     for candidate in (explicit, os.environ.get(ENV_VAR)):
         if candidate:

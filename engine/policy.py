@@ -219,7 +219,7 @@ class StockfishFallback:
     def __init__(self, path: str, warn: Callable[[str, str], None]):
         self.path = path
         self._warn = warn
-        self._starting: concurrent.futures.Future | None = None
+        self._starting: concurrent.futures.Future[chess.engine.SimpleEngine] | None = None
         self._pool: concurrent.futures.ThreadPoolExecutor | None = None
         self.broken: str | None = None  # "missing", "crashed" or "timeout"
 
@@ -306,7 +306,7 @@ class StockfishFallback:
             self._pool = None
 
 
-def _close_started_engine(future: concurrent.futures.Future) -> None:
+def _close_started_engine(future: concurrent.futures.Future[chess.engine.SimpleEngine]) -> None:
     if not future.cancelled() and future.exception() is None:
         close_stockfish(future.result(), kill=True)  # never blocks on a hung engine
 

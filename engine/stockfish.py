@@ -48,7 +48,9 @@ class StockfishNotFound(FileNotFoundError):
     """No Stockfish executable where the user said, or anywhere we look by default."""
 
 
-class StockfishStartError(CommandError):
+# run from the repo, mypy sees oneply.* imports as Any (the editable install maps them with an
+# import hook), so CommandError is Any here; where they resolve, the ignore is unused
+class StockfishStartError(CommandError):  # type: ignore[misc, unused-ignore]
     """Stockfish could not be found or started; the message says why and what to do."""
 
     def __init__(self, reason: object):

@@ -322,7 +322,8 @@ class UciEngine:
         budget = None if deadline is None else deadline - time.monotonic()
         move, rule = self.fallback.move(board, budget)
         self.send(f"info string rule {rule}")
-        return move.uci()
+        best: str = move.uci()
+        return best
 
     def _decide(self, board: chess.Board, limits: GoLimits, start: float) -> str:
         if not any(board.legal_moves):  # checkmate or stalemate: the only answer is null
@@ -346,7 +347,8 @@ class UciEngine:
             for line in self._info_lines(board, decision, adjusted, elapsed):
                 self.send(line)
         self.send(f"info string rule {decision.rule}")
-        return decision.move.uci()
+        best: str = decision.move.uci()
+        return best
 
     def _searched(self, board: chess.Board, limits: GoLimits, start: float) -> list[MoveScore]:
         """Option Search: the look-ahead of engine/search.py within `go`'s bounds (nodes,
@@ -364,7 +366,8 @@ class UciEngine:
         )
         final = self.tree.search(board, search_limits, on_info=lambda i: self.send(search_line(i)))
         self.send(search_line(final))
-        return self.tree.ranked()
+        ranked: list[MoveScore] = self.tree.ranked()
+        return ranked
 
     def _searchmoves(self, board: chess.Board, moves: list[str]) -> set[chess.Move]:
         """The legal moves among `go searchmoves …`; each one that is not legal here is

@@ -153,11 +153,13 @@ class GoLimits:
         if self.infinite:
             return None
         if self.movetime is not None:
-            return max(self.movetime - overhead_ms, MIN_THINK_MS)
+            movetime_ms: float = max(self.movetime - overhead_ms, MIN_THINK_MS)
+            return movetime_ms
         white = turn == chess.WHITE
-        return think_budget_ms(
+        budget: float | None = think_budget_ms(
             self.wtime if white else self.btime,
             self.winc if white else self.binc,
             self.movestogo,
             overhead_ms,
         )
+        return budget

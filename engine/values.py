@@ -76,7 +76,8 @@ def erf(x: np.ndarray) -> np.ndarray:
     poly = t * (
         0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429)))
     )
-    return np.sign(x) * (1.0 - poly * np.exp(-x * x))
+    result: np.ndarray = np.sign(x) * (1.0 - poly * np.exp(-x * x))
+    return result
 
 
 def hl_gauss_scale(num_bins: int = NUM_BINS, sigma: float = HL_GAUSS_SIGMA) -> float:
@@ -93,7 +94,8 @@ def hl_gauss(
     smooths the classification loss over an ordered target."""
     centred = all_bin_edges(num_bins) - np.asarray(wins, dtype=np.float64)[..., None]
     mass = np.diff(erf(centred / hl_gauss_scale(num_bins, sigma)), axis=-1)
-    return mass / mass.sum(axis=-1, keepdims=True)
+    probs: np.ndarray = mass / mass.sum(axis=-1, keepdims=True)
+    return probs
 
 
 def expected_win(log_probs: np.ndarray) -> np.ndarray:
@@ -101,7 +103,8 @@ def expected_win(log_probs: np.ndarray) -> np.ndarray:
     logits = log_probs - log_probs.max(axis=-1, keepdims=True)
     probs = np.exp(logits)
     probs /= probs.sum(axis=-1, keepdims=True)
-    return probs @ bin_centres(log_probs.shape[-1])
+    wins: np.ndarray = probs @ bin_centres(log_probs.shape[-1])
+    return wins
 
 
 def wdl_permille(win: float) -> tuple[int, int, int]:
@@ -122,7 +125,8 @@ def softmax_weights(wins: np.ndarray, temperature: float) -> np.ndarray:
     inf - inf is NaN, whereas (win - best) / T only goes to -inf, whose exp is 0."""
     with np.errstate(over="ignore", divide="ignore"):
         logits = (wins - wins.max()) / temperature
-    return np.exp(logits)
+    weights: np.ndarray = np.exp(logits)
+    return weights
 
 
 def sample_softmax(

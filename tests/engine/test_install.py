@@ -116,6 +116,7 @@ def test_install_puts_only_oneply_into_site_packages_with_its_data(installed):
     site = _site_packages(installed)
     for folder in TOP_LEVEL_FOLDERS:
         assert (site / "oneply" / folder / "__init__.py").is_file()
+        assert (site / "oneply" / folder / "py.typed").is_file()  # typed for mypy users
         assert not (site / folder).exists(), f"generic top-level package {folder!r} installed"
     assert (site / "oneply" / "arena" / "data" / "puzzles-dev.csv").is_file()
     assert (site / "oneply" / "engine" / "data" / "bench_positions.txt").is_file()
