@@ -16,7 +16,10 @@ ladder can only say "below". The weak opponents were rated once against Stockfis
 (README, "Strength suite"), which extends the same scale downwards.
 
 ``--baseline OTHER.onnx`` runs the suite for both models and prints the rating difference with
-its interval: whether a new model beats the last one, in one command.
+its interval: whether a new model beats the last one, in one command. ``--search-nodes N``
+runs the model a second time with look-ahead (engine/search.py): games with the UCI option
+``Search`` at the same time control (the clock bounds the search), puzzles searched N nodes
+per move; the report puts the two side by side.
 """
 
 from __future__ import annotations
@@ -98,15 +101,22 @@ class SuiteResult:
     """Everything one model's suite run measured."""
 
     model: str
+    #: 0: the searchless engine; N: with look-ahead (N nodes per puzzle move, the clock in games)
+    search_nodes: int = 0
     opponents: list[OpponentResult] = field(default_factory=list)
     puzzles: dict[str, Any] = field(default_factory=dict)
     rating: elo.RatingFit | None = None
     seconds: float = 0.0
     interrupted: bool = False
 
+    @property
+    def label(self) -> str:
+        return self.model + (f" + search ({self.search_nodes} nodes)" if self.search_nodes else "")
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "model": portable_path(self.model),
+            "search_nodes": self.search_nodes,
             "rating": self.rating.to_dict() if self.rating else None,
             "opponents": [o.to_dict() for o in self.opponents],
             "puzzles": self.puzzles,
@@ -135,18 +145,28 @@ def opponent_plan(args: argparse.Namespace) -> list[tuple[str, int, float]]:
     return [(name, games, anchor) for name, games, anchor in plan if games > 0]
 
 
-def model_engine(model: str, tc: TimeControl, seed: int) -> EngineSpec:
-    """`oneply uci` with the model file; one thread (games run side by side), seeded."""
+def model_engine(model: str, tc: TimeControl, seed: int, search: bool = False) -> EngineSpec:
+    """`oneply uci` with the model file; one thread (games run side by side), seeded; with
+    `search`, the look-ahead on (bounded by the clock)."""
     spec = builtin_spec("oneply", tc)
     assert spec is not None
-    options = (("ModelFile", str(Path(model).resolve())), ("Threads", "1"), ("Seed", str(seed)))
-    return EngineSpec(spec.command, options, tc, name=Path(model).stem)
+    options: tuple[tuple[str, str], ...] = (
+        ("ModelFile", str(Path(model).resolve())),
+        ("Threads", "1"),
+        ("Seed", str(seed)),
+    )
+    if search:
+        options += (("Search", "true"),)
+    name = Path(model).stem + ("+search" if search else "")
+    return EngineSpec(spec.command, options, tc, name=name)
 
 
-def play_opponents(args: argparse.Namespace, model: str, result: SuiteResult) -> None:
+def play_opponents(
+    args: argparse.Namespace, model: str, result: SuiteResult, search: bool = False
+) -> None:
     """Every planned match, in order; Ctrl-C keeps the games already played."""
     tc = match.time_control(args)
-    engine = model_engine(model, tc, args.seed)
+    engine = model_engine(model, tc, args.seed, search)
     for number, (name, games, anchor) in enumerate(opponent_plan(args)):
         opponent = builtin_spec(name, tc, args.seed + number, args.stockfish)
         assert opponent is not None
@@ -177,15 +197,23 @@ def play_opponents(args: argparse.Namespace, model: str, result: SuiteResult) ->
 
 
 def solve_dev_puzzles(
-    model: str, path: str, limit: int | None, seed: int, stockfish: str = ""
+    model: str,
+    path: str,
+    limit: int | None,
+    seed: int,
+    stockfish: str = "",
+    search_nodes: int = 0,
 ) -> dict[str, Any]:
     """Puzzle accuracy by rating band: plain argmax, and the full move policy (no sampling:
-    a puzzle asks for the best move)."""
-    from oneply.engine.inference import Scorer
+    a puzzle asks for the best move); with `search_nodes`, each move searched that far."""
+    from oneply.engine.inference import MoveScorer, Scorer
     from oneply.engine.policy import MovePolicy, PolicyConfig
+    from oneply.engine.search import SearchScorer
 
     puzzles = read_puzzles(Path(path), limit)
-    scorer = Scorer(model)
+    scorer: MoveScorer = Scorer(model)
+    if search_nodes:
+        scorer = SearchScorer(scorer, search_nodes)
     policy = MovePolicy(PolicyConfig(sample_moves=0, seed=seed, stockfish_path=stockfish))
     try:
         argmax = solve_puzzles(scorer, puzzles)
@@ -202,14 +230,14 @@ def solve_dev_puzzles(
 # --------------------------------------------------------------------------- CLI
 
 
-def run_suite(args: argparse.Namespace, model: str) -> SuiteResult:
+def run_suite(args: argparse.Namespace, model: str, search_nodes: int = 0) -> SuiteResult:
     start = time.perf_counter()
-    result = SuiteResult(model)
+    result = SuiteResult(model, search_nodes)
     if args.puzzles and args.puzzle_limit != 0:
         result.puzzles = solve_dev_puzzles(
-            model, args.puzzles, args.puzzle_limit, args.seed, args.stockfish
+            model, args.puzzles, args.puzzle_limit, args.seed, args.stockfish, search_nodes
         )
-    play_opponents(args, model, result)
+    play_opponents(args, model, result, search=search_nodes > 0)
     result.rating = combined_rating(result.opponents)
     result.seconds = time.perf_counter() - start
     return result
@@ -236,6 +264,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("model", help="ONNX model file")
     parser.add_argument("--baseline", metavar="ONNX", help="also run this model and compare")
+    parser.add_argument(
+        "--search-nodes",
+        type=int,
+        default=0,
+        metavar="N",
+        help="also run the model with look-ahead: games at the same time control, puzzles "
+        "searched N nodes per move (default 0: searchless only)",
+    )
     games = parser.add_argument_group("games per opponent (0 skips it)")
     for opponent in SUITE:
         games.add_argument(
@@ -269,7 +305,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from oneply.arena import strength_report as report
 
-    models = [args.model] + ([args.baseline] if args.baseline else [])
+    runs = [(args.model, 0)]
+    if args.search_nodes > 0:
+        runs.append((args.model, args.search_nodes))
+    if args.baseline:
+        runs.append((args.baseline, 0))
+    models = [model for model, _ in runs]
     missing = [m for m in models if not Path(m).is_file()]
     if missing:
         raise CommandError(f"oneply strength: no such model file: {', '.join(missing)}", 2)
@@ -285,9 +326,9 @@ def run(args: argparse.Namespace) -> int:
         Path(args.pgn).parent.mkdir(parents=True, exist_ok=True)
         Path(args.pgn).write_text("")
     results = []
-    for model in models:
+    for model, nodes in runs:
         try:
-            results.append(run_suite(args, model))
+            results.append(run_suite(args, model, nodes))
         except EngineStartError as exc:
             raise CommandError(f"oneply strength: engine unusable: {exc}", 2) from None
         if results[-1].interrupted:

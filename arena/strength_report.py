@@ -39,8 +39,8 @@ def comparison(new: SuiteResult, old: SuiteResult) -> dict[str, Any] | None:
     else:
         verdict = "not distinguishable at 95%"
     out: dict[str, Any] = {
-        "model": new.model,
-        "baseline": old.model,
+        "model": new.label,
+        "baseline": old.label,
         "rating_diff": diff,
         "rating_diff_ci95": [diff - half, diff + half],
         "verdict": verdict,
@@ -57,7 +57,7 @@ def table(results: list[SuiteResult], tc: TimeControl) -> str:
     """Per model: puzzle bands (argmax / policy), each opponent's W/D/L, the rating."""
     lines = [f"oneply strength ({tc.describe()})"]
     for result in results:
-        lines += ["", f"{result.model}  ({result.seconds:.0f}s)"]
+        lines += ["", f"{result.label}  ({result.seconds:.0f}s)"]
         lines += puzzle_lines(result.puzzles)
         if result.opponents:
             lines.append(f"  {'opponent':<14}{'anchor':>7}{'W/D/L':>12}{'score':>8}")
@@ -66,9 +66,20 @@ def table(results: list[SuiteResult], tc: TimeControl) -> str:
             wdl = f"{o.wins}/{o.draws}/{o.losses}"
             lines.append(f"  {o.name:<14}{o.anchor:>7.0f}{wdl:>12}{score:>8}")
         lines.append(f"  rating: {rating_text(result.rating)}")
-    if len(results) == 2:
-        lines += ["", comparison_text(comparison(results[0], results[1]))]
+    for new, old in pairs(results):
+        lines += ["", comparison_text(comparison(new, old))]
     return "\n".join(lines)
+
+
+def pairs(results: list[SuiteResult]) -> list[tuple[SuiteResult, SuiteResult]]:
+    """What the report compares: the model with search against itself without, and the
+    (searchless) model against a searchless baseline."""
+    plain = [r for r in results if not r.search_nodes]
+    searched = [r for r in results if r.search_nodes]
+    out = [(s, plain[0]) for s in searched[:1]] if plain else []
+    if len(plain) == 2:
+        out.append((plain[0], plain[1]))
+    return out
 
 
 def puzzle_lines(puzzles: dict[str, Any]) -> list[str]:
@@ -120,9 +131,14 @@ def to_json(results: list[SuiteResult], args: argparse.Namespace, caveat: str) -
         "concurrency": args.concurrency,
     }
     data["caveat"] = caveat
-    if len(results) == 2:
-        data["baseline"] = results[1].to_dict()
-        data["comparison"] = comparison(results[0], results[1])
+    plain = [r for r in results if not r.search_nodes]
+    searched = [r for r in results if r.search_nodes]
+    if searched:
+        data["search"] = searched[0].to_dict()
+        data["search_comparison"] = comparison(searched[0], results[0])
+    if len(plain) == 2:
+        data["baseline"] = plain[1].to_dict()
+        data["comparison"] = comparison(plain[0], plain[1])
     return data
 
 
@@ -164,7 +180,7 @@ def plot_games(ax: Any, result: SuiteResult, colour: str) -> None:
         [y - lo for y, (lo, _) in zip(ys, bounds, strict=True)],
         [hi - y for y, (_, hi) in zip(ys, bounds, strict=True)],
     ]
-    name = Path(result.model).stem
+    name = Path(result.model).stem + ("+search" if result.search_nodes else "")
     ax.errorbar(xs, ys, yerr=yerr, fmt="o", capsize=3, color=colour, label=f"{name} score")
     for o in played:
         ax.annotate(
@@ -195,7 +211,7 @@ def plot_puzzles(ax: Any, result: SuiteResult, number: int, count: int) -> None:
         return
     bands = list(result.puzzles["argmax"]["bands"])
     width = 0.8 / (2 * count)
-    name = Path(result.model).stem
+    name = Path(result.model).stem + ("+search" if result.search_nodes else "")
     for k, kind in enumerate(("argmax", "policy")):
         values = [result.puzzles[kind]["bands"][b]["accuracy"] for b in bands]
         offset = (2 * number + k) * width - 0.4 + width / 2

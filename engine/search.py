@@ -33,6 +33,9 @@ from oneply.engine.inference import MoveScore, MoveScorer
 
 #: virtual loss: a leaf being evaluated counts as a loss for whoever walks into it again
 VIRTUAL_LOSS = 1.0
+#: a node budget N also ends the search after this many × N walks (walks that end in finished
+#: games cost no network call)
+WALKS_PER_NODE = 4
 #: nodes this close to the root get every mating move's value set to 1 when expanded (python-
 #: chess finds them: about 0.5 ms a node, so not everywhere); deeper mates are found by visits
 MATE_CHECK_DEPTH = 1
@@ -147,6 +150,8 @@ class TreeSearch:
         self.call_seconds = 0.0  # the last network call's duration: the next one is not
         # started when it would end past the time limit
         self.nodes = 0  # network evaluations of the current search
+        self.walks = 0  # descents of the current search (a walk into a finished game costs
+        # no evaluation: they are bounded too, or a solved tree would be walked forever)
 
     # ----------------------------------------------------------------- the tree
 
@@ -228,7 +233,7 @@ class TreeSearch:
         start = time.perf_counter()
         root = self.root = self._root_for(board)
         self.root_ply = len(root.board.move_stack)
-        self.nodes = 0
+        self.nodes = self.walks = 0
         if root.expanded and root.terminal is None:  # kept from the last search: its mates too
             root.first = np.maximum(root.first, mating_moves(root.board, root.moves))
         if not root.expanded:
@@ -239,6 +244,7 @@ class TreeSearch:
         reported = self._info(start, seldepth)
         while not self._done(limits, start, reported.depth):
             paths = [self._walk(root) for _ in range(self._batch_size(limits))]
+            self.walks += len(paths)
             leaves = [self._leaf(root, path) for path in paths]
             self._expand(list({id(leaf): leaf for leaf in leaves if not leaf.expanded}.values()))
             for path, leaf in zip(paths, leaves, strict=True):
@@ -266,7 +272,9 @@ class TreeSearch:
     def _done(self, limits: Limits, start: float, depth: int) -> bool:
         if limits.stop is not None and limits.stop.is_set():
             return True
-        if limits.nodes is not None and self.nodes >= limits.nodes:
+        if limits.nodes is not None and (
+            self.nodes >= limits.nodes or self.walks >= WALKS_PER_NODE * limits.nodes
+        ):
             return True
         if limits.depth is not None and depth >= limits.depth:
             return True

@@ -163,3 +163,12 @@ def test_stop_ends_an_infinite_search_at_once_with_its_best_move(tiny_onnx) -> N
     searched = [line for line in lines if " nodes " in line]
     assert searched and int(searched[-1].split(" nodes ")[1].split()[0]) > 1
     assert chess.Move.from_uci(lines[-1].split()[1]) in chess.Board().legal_moves
+
+
+def test_a_solved_tree_ends_the_search(bundled) -> None:
+    """Once every walk ends in a finished game no node is spent: the node budget still ends
+    the search (it once walked forever)."""
+    tree = TreeSearch(bundled)
+    info = tree.search(chess.Board("6k1/5ppp/8/8/8/8/8/R5K1 w - - 0 1"), Limits(nodes=500))
+    assert info.pv[0] == chess.Move.from_uci("a1a8") and info.mate == 1
+    assert tree.walks <= 4 * 500

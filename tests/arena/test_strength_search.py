@@ -1,0 +1,46 @@
+"""`oneply strength --search-nodes N`: the model with and without look-ahead, side by side
+(real onnxruntime, the real `oneply uci` with option Search, real games)."""
+
+from __future__ import annotations
+
+import json
+
+from oneply.arena import DEV_PUZZLES
+from oneply.arena.puzzles import read_puzzles, solve_puzzles
+from oneply.arena.strength import DEFAULT_TC, SuiteResult, model_engine, solve_dev_puzzles
+from oneply.arena.strength_report import pairs
+from oneply.engine.cli import main as cli_main
+from oneply.engine.inference import Scorer
+from oneply.engine.search import SearchScorer
+
+
+def test_the_search_run_plays_with_the_option_and_searches_the_puzzles(tiny_onnx) -> None:
+    searching = dict(model_engine(str(tiny_onnx), DEFAULT_TC, 1, search=True).options)
+    assert searching["Search"] == "true"
+    assert "Search" not in dict(model_engine(str(tiny_onnx), DEFAULT_TC, 1).options)
+    report = solve_dev_puzzles(str(tiny_onnx), str(DEV_PUZZLES), 12, 1, search_nodes=16)
+    puzzles = read_puzzles(DEV_PUZZLES, 12)
+    expected = solve_puzzles(SearchScorer(Scorer(tiny_onnx), 16), puzzles, progress=False)
+    assert report["argmax"]["accuracy"] == sum(expected) / len(expected)
+
+
+def test_pairs_compare_search_with_its_own_searchless_run_and_models_with_models() -> None:
+    plain, searched, baseline = SuiteResult("a"), SuiteResult("a", 64), SuiteResult("b")
+    assert pairs([plain, searched, baseline]) == [(searched, plain), (plain, baseline)]
+    assert pairs([plain, baseline]) == [(plain, baseline)]
+    assert searched.label.endswith("+ search (64 nodes)") and plain.label == "a"
+
+
+def test_strength_with_search_end_to_end(tiny_onnx, tmp_path, capsys) -> None:
+    out = tmp_path / "s.json"
+    args = ["strength", str(tiny_onnx), "--search-nodes", "8"]
+    args += ["--games-random", "0", "--games-greedy", "2", "--games-skill", "0"]
+    args += ["--games-per-level", "0", "--puzzle-limit", "6", "--tc", "3+0.03"]
+    args += ["--concurrency", "2", "--quiet", "--json", str(out)]
+    assert cli_main(args) == 0
+    data = json.loads(out.read_text())
+    assert data["search_nodes"] == 0 and data["search"]["search_nodes"] == 8
+    assert data["search"]["opponents"][0]["games"] == 2
+    assert data["search"]["puzzles"]["argmax"]["count"] == 6
+    assert data["search_comparison"]["model"].endswith("+ search (8 nodes)")
+    assert "+ search (8 nodes)" in capsys.readouterr().out
