@@ -43,7 +43,6 @@ import math
 from dataclasses import asdict, dataclass
 from typing import Any, cast
 
-import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -203,7 +202,9 @@ class ActionValueModel(nn.Module):
     state_map: torch.Tensor
     state_map_offset: torch.Tensor
     mirror_move: torch.Tensor
-    # only with features (engine/features.py)
+    # only with features (engine/features.py): the tables and their buffers
+    square_fact_embed: nn.Embedding
+    move_fact_embed: nn.Embedding
     square_channels: torch.Tensor
     square_offsets: torch.Tensor
     token_square: torch.Tensor
@@ -263,25 +264,21 @@ class ActionValueModel(nn.Module):
         them (the sample-efficiency table compares like with like), and a model warm-started
         from one without them computes exactly what its source computes.
         """
+        kinds = (
+            ("square", SQUARE_FACTS, config.square_fact_channels),
+            ("move", MOVE_FACTS, config.move_fact_channels),
+        )
+        for kind, declared, picked in kinds:
+            if not picked:
+                continue
+            offsets, rows = table_offsets(config.features, declared)
+            table = nn.Embedding(rows, config.width)
+            nn.init.zeros_(table.weight)
+            setattr(self, f"{kind}_fact_embed", table)
+            self.register_buffer(f"{kind}_channels", torch.tensor(picked), persistent=False)
+            self.register_buffer(f"{kind}_offsets", torch.as_tensor(offsets), persistent=False)
         if config.square_fact_channels:
-            offsets, rows = table_offsets(config.features, SQUARE_FACTS)
-            self.square_fact_embed = nn.Embedding(rows, config.width)
-            nn.init.zeros_(self.square_fact_embed.weight)
-            for name, table in (
-                ("square_channels", np.array(config.square_fact_channels)),
-                ("square_offsets", offsets),
-                ("token_square", TOKEN_SQUARE),
-            ):
-                self.register_buffer(name, torch.as_tensor(table), persistent=False)
-        if config.move_fact_channels:
-            offsets, rows = table_offsets(config.features, MOVE_FACTS)
-            self.move_fact_embed = nn.Embedding(rows, config.width)
-            nn.init.zeros_(self.move_fact_embed.weight)
-            for name, table in (
-                ("move_channels", np.array(config.move_fact_channels)),
-                ("move_offsets", offsets),
-            ):
-                self.register_buffer(name, torch.as_tensor(table), persistent=False)
+            self.register_buffer("token_square", torch.as_tensor(TOKEN_SQUARE), persistent=False)
 
     @staticmethod
     def _init(module: nn.Module) -> None:

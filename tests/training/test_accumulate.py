@@ -45,12 +45,7 @@ BOARDS = [
 FEATURES = pytest.mark.parametrize("move_features", [True, False], ids=["features", "id-only"])
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def warm_started(init: Path, **changes) -> ActionValueModel:

@@ -47,14 +47,7 @@ from oneply.training.train_bench import synthetic_batch  # noqa: E402
 from tests.conftest import REPO  # noqa: E402
 from tests.helpers.training import config, fit_command, make_shard  # noqa: E402
 
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    """Tiny models run fastest on one thread, and the machine is shared."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 # --------------------------------------------------------------------------- targets and loss
