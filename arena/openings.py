@@ -85,7 +85,8 @@ def epd_openings(path: str) -> list[Opening]:
         if not line or line.startswith("#"):
             continue
         board, ops = chess.Board.from_epd(line)
-        name = ops.get("id") if isinstance(ops.get("id"), str) else None
+        ident = ops.get("id")
+        name = ident if isinstance(ident, str) else None
         openings.append(Opening(fen=board.fen(), name=name))
     return openings
 

@@ -49,5 +49,5 @@ fi
 
 python3 -m ruff check .
 python3 -m ruff format --check .
-python3 -m mypy
+bash tests/typecheck.sh
 python3 -m pytest -q "$@"

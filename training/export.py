@@ -82,7 +82,7 @@ def save_model(
     with tempfile.TemporaryDirectory() as tmp:
         fp32 = Path(tmp) / "fp32.onnx"
         onnx.save(proto, str(fp32))
-        quantize_int8(fp32, path)
+        quantize_int8(fp32, Path(path))
     return ModelInfo(**{**info.__dict__, "quantization": "int8"})
 
 

@@ -104,7 +104,7 @@ def train(config: TrainConfig, resume: bool = True, quiet: bool = False) -> dict
             print(f"resuming {out / CHECKPOINT} from step {state.step}", flush=True)
         elif init:
             print(f"warm start from {init.path} ({init.preset}: {model_config})", flush=True)
-    ddp = state.model
+    ddp: torch.nn.Module = state.model
     if info.world > 1:
         ids = [device.index] if device.type == "cuda" else None
         ddp = torch.nn.parallel.DistributedDataParallel(state.model, device_ids=ids)

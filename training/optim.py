@@ -17,7 +17,7 @@ class EMA:
     by the random initialisation.
     """
 
-    def __init__(self, model: torch.nn.Module, decay: float):
+    def __init__(self, model: ActionValueModel, decay: float):
         self.decay = decay
         self.model = ActionValueModel(model.config).to(next(model.parameters()).device)
         self.model.load_state_dict(model.state_dict())
@@ -26,7 +26,7 @@ class EMA:
     @torch.no_grad()
     def update(self, model: torch.nn.Module, step: int) -> None:
         decay = min(self.decay, (1 + step) / (10 + step))
-        ema = list(self.model.parameters())
+        ema: list[torch.Tensor] = list(self.model.parameters())
         torch._foreach_lerp_(ema, [p.detach() for p in model.parameters()], 1.0 - decay)
 
 

@@ -107,17 +107,15 @@ def run_pgn(args: argparse.Namespace, depth: int | None) -> dict:
                 while len(pending) > 4 * args.workers:
                     new += _collect(pending.popleft(), writer, bar, sample)
                 if len(writer.records) >= args.chunk_size:
-                    writer.flush(writer.last_game + 1)
+                    writer.flush_added()
             while pending:
                 new += _collect(pending.popleft(), writer, bar, sample)
-        if writer.last_game is not None:
-            writer.flush(writer.last_game + 1)
+        writer.flush_added()
         seconds = time.monotonic() - started
         bar.close()
         bench = stockfish_rate(args.workers, initargs, sample.fens)
     except KeyboardInterrupt:
-        if writer.last_game is not None:
-            writer.flush(writer.last_game + 1)  # the games scored so far, whole
+        writer.flush_added()  # the games scored so far, whole
         raise
     finally:
         bar.close()

@@ -109,6 +109,11 @@ class Writer:
         self.games += 1
         self.records.extend(records)
 
+    def flush_added(self) -> None:
+        """Write every game added so far (the games scored up to now, whole)."""
+        if self.last_game is not None:
+            self.flush(self.last_game + 1)
+
     def flush(self, end_game: int) -> None:
         """Write the buffered games [first_game, end_game) (also when they added nothing, so
         a rerun does not replay them)."""
