@@ -18,6 +18,7 @@ import chess
 
 from oneply.bot.batcher import InferenceBatcher
 from oneply.engine.inference import MoveScorer
+from oneply.engine.model_file import add_model_argument
 
 
 @dataclass
@@ -99,7 +100,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=3.0, help="per measurement")
     parser.add_argument("--threads", type=int, default=None, help="onnxruntime threads")
-    parser.add_argument("--model", default=None)
+    add_model_argument(parser)
     args = parser.parse_args(argv)
     from oneply.engine.inference import Scorer
 

@@ -21,7 +21,7 @@ import chess
 from oneply.engine import __version__
 from oneply.engine.fallback import Fallback
 from oneply.engine.inference import MoveScore, Scorer
-from oneply.engine.model_file import BUNDLED_MODEL, ENV_VAR, ModelFileError
+from oneply.engine.model_file import BUNDLED_MODEL, ENV_VAR, ModelFileError, add_model_argument
 from oneply.engine.policy import Decision, MovePolicy
 from oneply.engine.policy_config import BY_UCI, PolicyOptionError, UciValue
 from oneply.engine.search import Info, Limits, TreeSearch
@@ -434,7 +434,7 @@ def serve(stdin: TextIO, stdout: TextIO, model: str | None = None) -> None:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--model", help="ONNX model file (default: $ONEPLY_MODEL, then bundled)")
+    add_model_argument(parser)
 
 
 def run(args: argparse.Namespace) -> int:
