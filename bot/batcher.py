@@ -13,6 +13,7 @@ import logging
 import queue
 import threading
 import time
+from collections.abc import Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 
@@ -51,6 +52,19 @@ class InferenceBatcher:
     def score(self, board: chess.Board, timeout: float | None = None) -> list[MoveScore]:
         scores: list[MoveScore] = self.submit(board).result(timeout)
         return scores
+
+    def score_many(
+        self, boards: Sequence[chess.Board], timeout: float | None = None
+    ) -> list[list[MoveScore]]:
+        """Several positions at once (a search's leaves): queued together, they share one
+        model call with each other and with the other games' positions."""
+        futures = [self.submit(board) for board in boards]
+        deadline = None if timeout is None else time.monotonic() + timeout
+        results: list[list[MoveScore]] = []
+        for future in futures:
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            results.append(future.result(left))
+        return results
 
     def _gather(self, first: _Request) -> list[_Request]:
         batch = [first]

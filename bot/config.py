@@ -45,6 +45,8 @@ LICHESS_MIN_429_PAUSE = 60.0
 MAX_THREADS = 256
 #: long enough for any path a file system accepts
 MAX_PATH = 4096
+#: engine.search.nodes: more than a minute a move at the measured speeds
+MAX_SEARCH_NODES = 100_000
 
 
 @dataclass
@@ -67,6 +69,19 @@ class RateLimitConfig:
 
 
 @dataclass
+class SearchConfig:
+    """Look-ahead (engine/search.py), off by default: the bot then plays as the searchless
+    engine. On, each move searches until `nodes` network evaluations (null: no node bound)
+    or `time_share` of the move's clock budget (engine/clock.py), whichever comes first; the
+    move policy then chooses among the searched moves, as with the UCI option Search."""
+
+    enabled: bool = False
+    nodes: int | None = bound(None, 1, MAX_SEARCH_NODES)
+    time_share: float = bound(0.5, 0.01, 1)
+    batch: int = bound(8, 1, 64)  # leaves scored per forward pass (shared with other games)
+
+
+@dataclass
 class EngineConfig:
     """The model and the move policy. `policy` is parsed and checked by the engine's one
     parser of policy settings (engine/policy_config.py), the same that serves UCI."""
@@ -79,6 +94,7 @@ class EngineConfig:
     fallback: str = "stockfish"
     stockfish_path: str = bound("", 0, MAX_PATH)  # empty: find_stockfish looks for it
     fallback_time: float = bound(0.05, 0.001, 60)
+    search: SearchConfig = field(default_factory=SearchConfig)
 
 
 @dataclass
@@ -212,6 +228,12 @@ def startup_warnings(config: BotConfig) -> list[str]:
         warnings.append(
             "engine.fallback is stockfish but no Stockfish was found (stockfish on PATH, "
             "/usr/games/stockfish): when inference fails the bot plays a random legal move"
+        )
+    search = engine.search
+    if not search.enabled and search != SearchConfig():
+        warnings.append(
+            "engine.search has settings but engine.search.enabled is false: the bot plays "
+            "without look-ahead (set enabled: true to search)"
         )
     if engine.policy.mate_fallback and find_stockfish(engine.policy.stockfish_path) is None:
         warnings.append(

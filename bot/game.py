@@ -12,7 +12,7 @@ import datetime as dt
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,7 +27,9 @@ from oneply.bot.config_checks import MAX_CHAT
 from oneply.bot.lichess import Lichess, RateLimited, is_transient, status_of
 from oneply.engine.clock import MAX_THINK_MS, think_budget_ms
 from oneply.engine.fallback import Fallback
+from oneply.engine.inference import MoveScore
 from oneply.engine.policy import MovePolicy
+from oneply.engine.search import Limits, TreeSearch
 
 log = logging.getLogger("oneply.bot")
 
@@ -54,6 +56,22 @@ def think_time(remaining_ms: int | None, increment_ms: int | None) -> float:
     budget_ms = think_budget_ms(remaining_ms, increment_ms)
     seconds: float = (MAX_THINK_MS if budget_ms is None else budget_ms) / 1000
     return seconds
+
+
+class BatcherScorer:
+    """The shared batcher as one game's search scorer (engine.search): a search's leaves go
+    into the same batched model calls as every other game's positions, and a call that has
+    not come back by `timeout` raises, so a hung model falls back instead of losing on time."""
+
+    def __init__(self, batcher: InferenceBatcher) -> None:
+        self.batcher = batcher
+        self.timeout = 0.5
+
+    def score(self, board: chess.Board) -> list[MoveScore]:
+        return self.score_many([board])[0]
+
+    def score_many(self, boards: Sequence[chess.Board]) -> list[list[MoveScore]]:
+        return self.batcher.score_many(boards, self.timeout)
 
 
 def pgn_result(status: str, winner: str | None) -> str:
@@ -97,6 +115,7 @@ class Game:
         self.greeted = False
         self.abort_timer: threading.Timer | None = None
         self.pgn_path: Path | None = None
+        self.tree: TreeSearch | None = None  # engine.search's look-ahead, kept move to move
 
     @property
     def finished(self) -> bool:
@@ -207,13 +226,43 @@ class Game:
         failure a fallback move, so that a bug never loses a game on time."""
         deadline = time.monotonic() + budget
         try:
-            scores = self.s.batcher.score(board, timeout=max(0.5, budget))
+            scores = self._scores(board, budget)
             decision = policy.choose(board, scores, deadline)
             return decision.move, decision.win, decision.rule
         except Exception as error:
             log.error("event=engine_failed game=%s error=%r", self.id, error)
             move, rule = self.s.fallback.move(board, deadline - time.monotonic())
             return move, None, rule
+
+    def _scores(self, board: chess.Board, budget: float) -> list[MoveScore]:
+        """The moves for the policy, best first: the model's one pass, or with engine.search
+        on, the look-ahead's ranking within `time_share` of the budget and `nodes`."""
+        search = self.s.config.engine.search
+        timeout = max(0.5, budget)
+        if not search.enabled:
+            return self.s.batcher.score(board, timeout=timeout)
+        if self.tree is None:
+            self.tree = TreeSearch(BatcherScorer(self.s.batcher), batch=search.batch)
+        assert isinstance(self.tree.scorer, BatcherScorer)
+        self.tree.scorer.timeout = timeout
+        limits = Limits(nodes=search.nodes, seconds=search.time_share * budget, stop=self.stop)
+        info, ranked = self.tree.rank(board, limits)
+        log.info(
+            "event=search game=%s ply=%d nodes=%d depth=%d seldepth=%d nps=%d time_ms=%d "
+            "budget_ms=%d pv=%s",
+            self.id,
+            board.ply(),
+            info.nodes,
+            info.depth,
+            info.seldepth,
+            info.nps,
+            info.seconds * 1000,
+            budget * 1000,
+            " ".join(m.uci() for m in info.pv[:8]),
+        )
+        if not ranked:  # never a null move: Game.choose falls back instead
+            raise RuntimeError(f"the search returned no move in {board.fen()}")
+        return ranked
 
     def _play(self, policy: MovePolicy) -> None:
         started = time.monotonic()

@@ -166,11 +166,14 @@ class TreeSearch:
                     return node
         return Node(board.copy())
 
-    def _expand(self, leaves: list[Node]) -> None:
-        """One network call for every leaf that is not a finished game."""
+    def _expand(self, leaves: list[Node], at_root: bool = False) -> None:
+        """One network call for every leaf that is not a finished game. At the root a move
+        is owed whenever one is legal: a draw by rule there (a position seen once before)
+        ends lines inside the tree, never the search."""
         todo = []
         for leaf in leaves:
-            leaf.terminal = exact_value(leaf.board)
+            owed = at_root and any(leaf.board.legal_moves)
+            leaf.terminal = None if owed else exact_value(leaf.board)
             if leaf.terminal is None:
                 todo.append(leaf)
             leaf.expanded = True
@@ -234,10 +237,12 @@ class TreeSearch:
         root = self.root = self._root_for(board)
         self.root_ply = len(root.board.move_stack)
         self.nodes = self.walks = 0
-        if root.expanded and root.terminal is None:  # kept from the last search: its mates too
+        if root.terminal is not None:  # a draw by rule in the kept tree: searched from here
+            root.expanded = False
+        if root.expanded:  # kept from the last search: its mates too
             root.first = np.maximum(root.first, mating_moves(root.board, root.moves))
-        if not root.expanded:
-            self._expand([root])
+        else:
+            self._expand([root], at_root=True)
         if root.terminal is not None or not root.moves:
             return Info(0, 0, self.nodes, 0.0, root.value(), [])
         seldepth = 0
@@ -256,6 +261,18 @@ class TreeSearch:
                 on_info(info)
             reported = info
         return self._info(start, seldepth)
+
+    def rank(
+        self,
+        board: chess.Board,
+        limits: Limits,
+        on_info: Callable[[Info], None] | None = None,
+    ) -> tuple[Info, list[MoveScore]]:
+        """Search `board`, then its moves ranked by the search (`ranked`): what every caller
+        that plays by the move policy (UCI option Search, the bot's engine.search, analyse
+        --search, SearchScorer) hands to MovePolicy.choose, so its rules apply once, on top."""
+        info = self.search(board, limits, on_info)
+        return info, self.ranked()
 
     def _batch_size(self, limits: Limits) -> int:
         if limits.nodes is None:
@@ -333,8 +350,7 @@ class SearchScorer:
         self.limit = nodes
 
     def score(self, board: chess.Board) -> list[MoveScore]:
-        self.tree.search(board, Limits(nodes=self.limit))
-        return self.tree.ranked()
+        return self.tree.rank(board, Limits(nodes=self.limit))[1]
 
     def score_many(self, boards: Sequence[chess.Board]) -> list[list[MoveScore]]:
         return [self.score(board) for board in boards]

@@ -364,9 +364,8 @@ class UciEngine:
             seconds=None if deadline is None else max(0.0, deadline - time.monotonic()),
             stop=self._stop,
         )
-        final = self.tree.search(board, search_limits, on_info=lambda i: self.send(search_line(i)))
+        final, ranked = self.tree.rank(board, search_limits, lambda i: self.send(search_line(i)))
         self.send(search_line(final))
-        ranked: list[MoveScore] = self.tree.ranked()
         return ranked
 
     def _searchmoves(self, board: chess.Board, moves: list[str]) -> set[chess.Move]:

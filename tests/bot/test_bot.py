@@ -321,6 +321,41 @@ def test_full_game_to_checkmate_saves_pgn(server, tmp_path, scorer, caplog, stoc
     assert scorer.provider in ort.get_available_providers()
 
 
+def test_full_game_with_search_on_a_bullet_clock_never_loses_on_time(
+    server, tmp_path, scorer, caplog, stockfish
+):
+    """engine.search on, 1+0 with the bot's clock running on the server: every move is
+    searched within its share of engine/clock.py's budget, and the game ends on the board."""
+    caplog.set_level(logging.INFO, logger="oneply.bot")
+    search = {"enabled": True, "time_share": 0.5, "batch": 8}
+    config = make_config(server, tmp_path, engine={"fallback": "random", "search": search})
+    with chess.engine.SimpleEngine.popen_uci(stockfish) as engine:
+        with running_bot(config, scorer, server):
+            game_id = server.challenge(
+                color="white",
+                speed="bullet",
+                limit=60,
+                increment=0,
+                opponent=stockfish_opponent(engine),
+                clock_ms=60_000,
+                increment_ms=0,
+                running_clock=True,
+            )
+            assert server.wait_for(lambda: finished(server, game_id), timeout=150)
+            pgn = wait_pgn(config, game_id)
+    game = server.games[game_id]
+    assert game.status in ("mate", "draw") and game.status != "outoftime", game.status
+    assert pgn.headers["Termination"] == game.status and game.bot_left_ms > 0
+    searches = [r.getMessage() for r in caplog.records if "event=search " in r.getMessage()]
+    moves = [r.getMessage() for r in caplog.records if "event=move " in r.getMessage()]
+    assert len(searches) == len(moves) == (len(game.moves) + 1) // 2 >= 10
+    fields = [dict(w.split("=", 1) for w in m.split() if "=" in w) for m in searches]
+    # the search keeps inside its budget (time_share of it, plus at most one model call)
+    assert all(int(f["time_ms"]) <= int(f["budget_ms"]) for f in fields), fields
+    assert sum(int(f["nodes"]) > 1 for f in fields) >= len(fields) // 2  # it did look ahead
+    assert len(game.think_ms) == len(moves) - 1  # the first move is off the clock
+
+
 def ended_as_scripted(game: FakeGame, resign_at_ply: int) -> bool:
     """The scripted opponent resigned at its ply, unless the bot mated it first: the model is
     strong enough to mate a random mover, so an early mate is a bot win, not a lost game."""

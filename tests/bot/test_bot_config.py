@@ -111,6 +111,29 @@ VARIANTS: list[tuple[str, str | bytes, str]] = [
         "temperature",
     ),
     ("policy-huge-list", _yaml({"engine": {"policy": ["x" * 50] * 1000}}), "engine.policy"),
+    (
+        "search-nodes-0",
+        _yaml({"engine": {"search": {"enabled": True, "nodes": 0}}}),
+        "'engine.search.nodes' must be between 1 and 100000",
+    ),
+    (
+        "search-time-share-2",
+        _yaml({"engine": {"search": {"enabled": True, "time_share": 2}}}),
+        "'engine.search.time_share' must be between 0.01 and 1",
+    ),
+    (
+        "search-time-share-null",
+        _yaml({"engine": {"search": {"enabled": True, "time_share": None}}}),
+        "'engine.search.time_share' must be a number",
+    ),
+    (
+        "search-enabled-text",
+        _yaml({"engine": {"search": {"enabled": "yes please"}}}),
+        "'engine.search.enabled' must be true or false",
+    ),
+    ("search-batch-0", _yaml({"engine": {"search": {"batch": 0}}}), "engine.search.batch"),
+    ("search-key-typo", _yaml({"engine": {"search": {"node": 64}}}), "Did you mean 'nodes'"),
+    ("search-not-mapping", _yaml({"engine": {"search": True}}), "'engine.search' must be a"),
     ("max-games-0", _yaml({"challenge": {"max_games": 0}}), "challenge.max_games"),
     ("max-games-100000", _yaml({"challenge": {"max_games": 100000}}), "challenge.max_games"),
     (
@@ -214,3 +237,25 @@ def test_start_up_warns_when_a_fallback_will_find_no_stockfish(stockfish):
     warnings = startup_warnings(config)
     assert len(warnings) == 2
     assert "random legal move" in warnings[0] and "model alone" in warnings[1]
+
+
+def test_search_is_off_by_default_and_takes_nodes_or_a_time_share(stockfish):
+    default = parse_config({"url": DEAD_URL}, env={}).engine.search
+    assert not default.enabled and default.nodes is None and default.time_share == 0.5
+    on = parse_config(
+        {"url": DEAD_URL, "engine": {"search": {"enabled": True, "nodes": 64, "batch": 4}}},
+        env={},
+    ).engine.search
+    assert on.enabled and on.nodes == 64 and on.batch == 4 and on.time_share == 0.5
+    by_time = parse_config(
+        {"url": DEAD_URL, "engine": {"search": {"enabled": True, "time_share": 0.25}}}, env={}
+    ).engine.search
+    assert by_time.nodes is None and by_time.time_share == 0.25
+    # settings without `enabled: true` are allowed, but a bot playing without the look-ahead
+    # its operator configured says so at start-up
+    off = parse_config({"url": DEAD_URL, "engine": {"search": {"nodes": 64}}}, env={})
+    assert [w for w in startup_warnings(off) if "engine.search" in w] == [
+        "engine.search has settings but engine.search.enabled is false: the bot plays "
+        "without look-ahead (set enabled: true to search)"
+    ]
+    assert startup_warnings(parse_config({"url": DEAD_URL}, env={})) == []

@@ -109,6 +109,20 @@ def test_go_nodes_bounds_the_search_and_info_reports_it(tiny_onnx) -> None:
         engine.quit()
 
 
+def test_option_search_nodes_caps_a_clocked_search(tiny_onnx) -> None:
+    """Games under a clock at a fixed budget (the strength suite's nodes curve)."""
+    engine = chess.engine.SimpleEngine.popen_uci([*UCI_CMD, "--model", str(tiny_onnx)], cwd=REPO)
+    try:
+        engine.configure({"Search": True, "SearchNodes": 6})
+        clock = chess.engine.Limit(white_clock=60, black_clock=60)
+        info = engine.analyse(chess.Board(), clock)
+        assert 1 <= info["nodes"] <= 6
+        engine.configure({"SearchNodes": 0})  # the clock alone: more than 6 nodes in its budget
+        assert engine.analyse(chess.Board(), chess.engine.Limit(time=1.0))["nodes"] > 6
+    finally:
+        engine.quit()
+
+
 def _without_clock(lines: list[str]) -> list[str]:
     """Info lines without the fields that depend on the clock."""
     out = []
@@ -172,3 +186,19 @@ def test_a_solved_tree_ends_the_search(bundled) -> None:
     info = tree.search(chess.Board("6k1/5ppp/8/8/8/8/8/R5K1 w - - 0 1"), Limits(nodes=500))
     assert info.pv[0] == chess.Move.from_uci("a1a8") and info.mate == 1
     assert tree.walks <= 4 * 500
+
+
+def test_a_repeated_position_at_the_root_is_still_searched(bundled) -> None:
+    """A position seen once before is a draw inside the tree, but at the root a move is owed:
+    the search once returned no move there (the bot then sent a null move, forever)."""
+    board = chess.Board()
+    tree = TreeSearch(bundled, batch=4)
+    tree.search(board, Limits(nodes=20))
+    for move in ("g1f3", "g8f6", "f3g1", "f6g8"):  # the start position again
+        board.push_uci(move)
+        tree.search(board, Limits(nodes=20))  # the tree reached it as a drawn leaf
+    info, ranked = tree.rank(board, Limits(nodes=20))
+    assert info.pv and info.nodes > 1 and info.pv[0] in board.legal_moves
+    assert {s.move for s in ranked} == set(board.legal_moves)
+    mated = chess.Board("7k/6Q1/6K1/8/8/8/8/8 b - - 0 1")
+    assert tree.rank(mated, Limits(nodes=20)) == (tree.search(mated, Limits(nodes=20)), [])

@@ -53,8 +53,17 @@ class FakeGame:
     status: str = "started"
     winner: str | None = None
     opponent_draw_offer: bool = False
+    #: the bot's clock runs as on Lichess: each move costs the time since its turn began
+    #: (plus the increment after it), and a bot that lets it reach zero loses on time
+    running_clock: bool = False
+    bot_left_ms: float = 0.0
+    turn_started: float = field(default_factory=time.monotonic)
+    think_ms: list[float] = field(default_factory=list)  # the bot's time for each move
     version: int = 0
     cond: threading.Condition = field(default_factory=threading.Condition)
+
+    def __post_init__(self) -> None:
+        self.bot_left_ms = float(self.clock_ms)
 
     def board(self) -> chess.Board:
         board = chess.Board() if self.initial_fen == "startpos" else chess.Board(self.initial_fen)
@@ -67,13 +76,21 @@ class FakeGame:
             return {"id": BOT, "name": "OneplyBot", "title": "BOT", "rating": 2000}
         return {"id": self.opponent_name, "name": self.opponent_name.title(), "rating": 1500}
 
+    def bot_clock_ms(self) -> float:
+        """What the bot has left now (its turn's time counted as it runs)."""
+        if self.board().turn == self.bot_color and self.status == "started":
+            return self.bot_left_ms - 1000 * (time.monotonic() - self.turn_started)
+        return self.bot_left_ms
+
     def state(self) -> dict[str, Any]:
         offer = "bdraw" if self.bot_color == chess.WHITE else "wdraw"
+        bot_ms = int(self.bot_left_ms) if self.running_clock else self.clock_ms
+        white, black = (bot_ms, self.clock_ms) if self.bot_color else (self.clock_ms, bot_ms)
         state = {
             "type": "gameState",
             "moves": " ".join(self.moves),
-            "wtime": self.clock_ms,
-            "btime": self.clock_ms,
+            "wtime": white,
+            "btime": black,
             "winc": self.increment_ms,
             "binc": self.increment_ms,
             "status": self.status,
@@ -100,6 +117,15 @@ class FakeGame:
 
     def push(self, uci: str) -> None:
         """Play a move (already checked legal) and settle the result if the game ended."""
+        # like Lichess, the clocks start after each side's first move
+        if self.running_clock and self.board().turn == self.bot_color and len(self.moves) >= 2:
+            self.think_ms.append(1000 * (time.monotonic() - self.turn_started))
+            self.bot_left_ms -= self.think_ms[-1]
+            if self.bot_left_ms <= 0:
+                self.end("outoftime", not self.bot_color)
+                return
+            self.bot_left_ms += self.increment_ms
+        self.turn_started = time.monotonic()
         self.moves.append(uci)
         board = self.board()
         outcome = board.outcome(claim_draw=False)
@@ -255,7 +281,10 @@ class FakeLichess:
                 if game.status != "started":
                     return
                 if board.turn == game.bot_color:
-                    game.cond.wait(0.2)
+                    if game.running_clock and game.bot_clock_ms() <= 0:
+                        game.end("outoftime", not game.bot_color)  # the bot's flag fell
+                        return
+                    game.cond.wait(0.05 if game.running_clock else 0.2)
                     continue
             if game.resign_at_ply is not None and board.ply() >= game.resign_at_ply:
                 game.end("resign", game.bot_color)
