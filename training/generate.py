@@ -1,8 +1,10 @@
 """`oneply train generate`: N unique Stockfish-scored positions in DIR, made by score-driven games
 (a source of training/sources.py).
 
-The games are in training/scored_games.py. This module runs them in a worker pool and writes
-what they score as compact shards (training/compact.py) into the output directory:
+The games are in training/scored_games.py. This module checks the run's inputs and hands the
+games to the sources' one loop (training/source_loop.py's ``play_games``: a worker pool, the
+shard writer), which writes what they score as compact shards (training/compact.py) into the
+output directory:
 
 * Game g is played from its own random stream (seed, g) and never looks at what other games
   did, so the games — and their values — are the same for any worker count. The positions are
@@ -29,14 +31,10 @@ import argparse
 import json
 import os
 import sys
-import time
-from collections import deque
 from dataclasses import asdict, fields
 from pathlib import Path
 
-from tqdm import tqdm
-
-from oneply.arena import DEV_PUZZLES
+from oneply.arena.puzzles import DEV_PUZZLES
 from oneply.engine.stockfish import LOOKUP_TEXT
 from oneply.training.dataset import puzzle_keys, remove_stale_temporaries
 from oneply.training.openings import (
@@ -45,26 +43,20 @@ from oneply.training.openings import (
     check_books,
     load_eco_lines,
 )
-from oneply.training.score_workers import init_worker, play, stockfish_rate
-from oneply.training.scored_games import GameSettings, Record
+from oneply.training.scored_games import GameSettings
 from oneply.training.shard_writer import (
     MANIFEST,
-    Reservoir,
     SourceError,
     Writer,
     existing,
     parse_shard,
     write_manifest,
 )
+from oneply.training.source_loop import SourceRun, play_games
 from oneply.training.sources import BENCH_SAMPLE, rate_fields, run_source
 from oneply.training.stockfish_scorer import StockfishScorer
-from oneply.training.workers import worker_pool
 
 SHARD_PREFIX = "gen-"
-
-#: a run that cannot start (the sources' one error, under the name this module always had)
-GenerateError = SourceError
-
 
 # --------------------------------------------------------------------------- the run
 
@@ -75,11 +67,11 @@ def game_settings(args: argparse.Namespace) -> GameSettings:
         knobs["depth"] = None
     settings = GameSettings(**knobs)
     if settings.depth is None and settings.nodes is None:
-        raise GenerateError("give --depth or --nodes")
+        raise SourceError("give --depth or --nodes")
     if not 0 < settings.min_temperature <= settings.max_temperature:
-        raise GenerateError("need 0 < --min-temperature <= --max-temperature")
+        raise SourceError("need 0 < --min-temperature <= --max-temperature")
     if not 0 <= settings.random_share + settings.greedy_share <= 1:
-        raise GenerateError("--random-share + --greedy-share must be in [0, 1]")
+        raise SourceError("--random-share + --greedy-share must be in [0, 1]")
     return settings
 
 
@@ -111,7 +103,7 @@ def run_generate(args: argparse.Namespace) -> dict:
     manifest_file = out / MANIFEST
     manifest = json.loads(manifest_file.read_text()) if manifest_file.exists() else {}
     if manifest.get("settings", recorded) != recorded:
-        raise GenerateError(
+        raise SourceError(
             f"{out} was generated with other settings ({manifest['settings']}); "
             "use another --out or the same settings"
         )
@@ -132,50 +124,29 @@ def run_generate(args: argparse.Namespace) -> dict:
     if wanted <= 0:
         return result
     writer = Writer(out, (k, n), {"settings": recorded}, SHARD_PREFIX, workers=args.workers)
-    started = time.monotonic()
-    scored, new, game = 0, 0, next_game
-    sample = Reservoir(args.bench_sample)  # for the Stockfish-alone measurement
-    bar = tqdm(total=wanted, unit="pos", desc="generate", dynamic_ncols=True, smoothing=0.05)
-    initargs = (settings, args.stockfish, books, eco, os.getpid())
+    run = SourceRun(
+        writer,
+        known,
+        args.workers,
+        initargs=(settings, args.stockfish, books, eco, os.getpid()),
+        shard_positions=args.shard_size,
+        bench_sample=args.bench_sample,
+        desc="generate",
+        wanted=wanted,
+    )
     try:
-        with worker_pool(args.workers, init_worker, initargs, start_method="fork") as pool:
-            pending: deque = deque()
-            while new < wanted:
-                while len(pending) < 2 * args.workers:  # bounded, in game order
-                    number = k + n * (game + len(pending))
-                    pending.append(pool.apply_async(play, (number,)))
-                records = pending.popleft().get()
-                scored += len(records)
-                fresh: list[Record] = []
-                for record in records:
-                    if record.key not in known and new + len(fresh) < wanted:
-                        known.add(record.key)
-                        fresh.append(record)
-                writer.add(game, fresh)
-                game += 1
-                new += len(fresh)
-                sample.add([r.fen for r in fresh])
-                bar.update(len(fresh))
-                bar.set_postfix_str(f"new {new / max(scored, 1):.0%} of scored", refresh=False)
-                if len(writer.records) >= args.shard_size or new >= wanted:
-                    writer.flush(game)
-        seconds = time.monotonic() - started
-        bar.close()
-        bench = stockfish_rate(args.workers, initargs, sample.fens)
-    except KeyboardInterrupt:
-        writer.flush(game)  # whole games only: nothing half-done is kept
-        raise
+        totals = play_games(run, next_game)
     finally:
-        bar.close()
-        write_manifest(out, {**manifest, "positions": have + new})
+        write_manifest(out, {**manifest, "positions": have + run.totals.new})
+    new = totals.new
     total = have + new
     result.update(
         positions=total,
         new=new,
-        scored=scored,
-        games=game - next_game,
+        scored=totals.scored,
+        games=totals.games,
         workers=args.workers,
-        **rate_fields(out, total, new, seconds, bench),
+        **rate_fields(out, total, new, totals.seconds, totals.bench),
     )
     return result
 

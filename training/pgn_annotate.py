@@ -6,7 +6,9 @@ each move, and the final one if it has legal moves) is a candidate; the first oc
 file order is scored with all its legal moves (training/stockfish_scorer.py, a fresh
 Stockfish game per position), unless a shard in DIR or an exclusion CSV already has it.
 
-* The file is streamed: games are read one at a time, so its size does not matter.
+* The file is streamed: games are read one at a time, so its size does not matter. Each
+  game's positions go to the sources' one loop (training/source_loop.py's
+  ``score_positions``), which scores them in a worker pool and writes the shards.
 * Shards (compact, training/compact.py) hold whole games: ``games: [first, end)`` in their
   meta.json. A rerun (after SIGKILL, or on a grown file) skips the games already done and
   continues; nothing is lost or duplicated, and the values are the same.
@@ -19,34 +21,23 @@ from __future__ import annotations
 
 import argparse
 import os
-import time
-from collections import deque
 from collections.abc import Iterator
 from pathlib import Path
 
 import chess
 import chess.pgn
-from tqdm import tqdm
 
 from oneply.arena.puzzles import DEV_PUZZLES
-from oneply.engine.tokenizer import position_key, tokenize
 from oneply.training.dataset import puzzle_keys
-from oneply.training.score_workers import init_worker, score_boards, stockfish_rate
 from oneply.training.scored_games import GameSettings
-from oneply.training.shard_writer import (
-    Reservoir,
-    SourceError,
-    Writer,
-    existing,
-    write_manifest,
-)
+from oneply.training.shard_writer import SourceError, Writer, existing, write_manifest
+from oneply.training.source_loop import SourceRun, score_positions
 from oneply.training.sources import (
     DEFAULT_DEPTH,
     add_scoring_arguments,
     rate_fields,
     run_source,
 )
-from oneply.training.workers import worker_pool
 
 SHARD_PREFIX = "pgn-"
 STANDARD = {"standard", "chess", "from position"}
@@ -93,60 +84,25 @@ def run_pgn(args: argparse.Namespace, depth: int | None) -> dict:
     keys, first_game = existing(out, f"{k}/{n}", match={"source": source})
     have = len(keys)
     known = keys | puzzle_keys(args.exclude)
-    initargs: tuple = (settings, args.stockfish, [], [], os.getpid())
     writer = Writer(out, (k, n), {"source": source}, SHARD_PREFIX)
-    new, started = 0, time.monotonic()
-    sample = Reservoir(args.bench_sample)
-    bar = tqdm(unit="pos", desc="annotate", dynamic_ncols=True, smoothing=0.05)
-    try:
-        with worker_pool(args.workers, init_worker, initargs, start_method="fork") as pool:
-            pending: deque = deque()
-            for number, boards in read_games(args.positions, first_game, (k, n)):
-                fens = [b.fen() for b in _unknown(boards, known)]
-                pending.append((number, pool.apply_async(score_boards, (fens,))))
-                while len(pending) > 4 * args.workers:
-                    new += _collect(pending.popleft(), writer, bar, sample)
-                if len(writer.records) >= args.chunk_size:
-                    writer.flush_added()
-            while pending:
-                new += _collect(pending.popleft(), writer, bar, sample)
-        writer.flush_added()
-        seconds = time.monotonic() - started
-        bar.close()
-        bench = stockfish_rate(args.workers, initargs, sample.fens)
-    except KeyboardInterrupt:
-        writer.flush_added()  # the games scored so far, whole
-        raise
-    finally:
-        bar.close()
+    run = SourceRun(
+        writer,
+        known,
+        args.workers,
+        initargs=(settings, args.stockfish, [], [], os.getpid()),
+        shard_positions=args.chunk_size,
+        bench_sample=args.bench_sample,
+        desc="annotate",
+    )
+    totals = score_positions(run, read_games(args.positions, first_game, (k, n)))
     manifest = {"format": "oneply-pgn-annotate-v1", "source": source, "exclude": args.exclude}
-    write_manifest(out, {**manifest, "positions": have + new})
+    write_manifest(out, {**manifest, "positions": have + totals.new})
     return {
-        "positions": have + new,
-        "new": new,
-        "games": writer.games,
-        **rate_fields(out, have + new, new, seconds, bench),
+        "positions": have + totals.new,
+        "new": totals.new,
+        "games": totals.games,
+        **rate_fields(out, have + totals.new, totals.new, totals.seconds, totals.bench),
     }
-
-
-def _unknown(boards: list[chess.Board], known: set[bytes]) -> list[chess.Board]:
-    """The boards not in ``known`` (first occurrences), which are added to it."""
-    fresh = []
-    for board in boards:
-        key = position_key(tokenize(board))
-        if key not in known:
-            known.add(key)
-            fresh.append(board)
-    return fresh
-
-
-def _collect(item: tuple, writer: Writer, bar: tqdm, sample: Reservoir) -> int:
-    number, result = item
-    records = result.get()
-    writer.add(number, records)
-    bar.update(len(records))
-    sample.add([r.fen for r in records])
-    return len(records)
 
 
 def collect(args: argparse.Namespace) -> dict:

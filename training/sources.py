@@ -14,9 +14,15 @@ perhaps an EPD list or a Lichess database export — and hands them to the share
   Stockfish's own rate on a sample of the run's positions, so the overhead is measured — the
   same errors, and the same Ctrl-C/SIGTERM handling (whole games are kept).
 
+The worker pool, the deduplication and the shard flushing are one loop for all of them,
+training/source_loop.py: a source that reads positions hands it ``(game number, boards)`` per
+game (:func:`~oneply.training.source_loop.score_positions`), self-play hands it game numbers
+(:func:`~oneply.training.source_loop.play_games`).
+
 A new source is a module with ``SHARD_PREFIX``, ``add_arguments(parser)``, ``collect(args) ->
-dict`` (one run; :func:`rate_fields` for its numbers) and ``run = source_step(collect, NAME)``,
-plus its line in :data:`SOURCES` and in training/cli.py's steps.
+dict`` (one run: a ``Writer`` and its candidate positions per game through ``score_positions``;
+:func:`rate_fields` for its numbers) and ``run(args)`` returning ``run_source(NAME, collect,
+args)``, plus its line in :data:`SOURCES` and in training/cli.py's steps.
 """
 
 from __future__ import annotations

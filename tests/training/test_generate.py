@@ -18,10 +18,11 @@ import pytest
 
 from oneply.engine.cli import run_reporting
 from oneply.engine.stockfish import close_stockfish, open_stockfish
-from oneply.engine.tokenizer import tokenize
+from oneply.engine.tokenizer import position_key, tokenize
 from oneply.training import generate
 from oneply.training.compact import fen_of_tokens
-from oneply.training.dataset import AnnotatedDataset, Shard, find_shards, position_key
+from oneply.training.dataset import AnnotatedDataset, Shard, find_shards
+from oneply.training.shard_writer import SourceError
 from tests.conftest import REPO, stockfish_path
 from tests.helpers.processes import session_processes, wait_until_gone
 from tests.helpers.stockfish_reference import reference_values
@@ -61,7 +62,7 @@ def test_rerun_adds_the_difference_with_the_values_of_a_one_worker_run(tmp_path:
         np.testing.assert_array_equal(one[key][1], two[key][1])
     manifest = json.loads((resumed / "manifest.json").read_text())
     assert manifest["positions"] == 160 and manifest["settings"]["game"]["max_plies"] == 40
-    with pytest.raises(generate.GenerateError, match="other settings"):
+    with pytest.raises(SourceError, match="other settings"):
         run_generate(resumed, 200, "--seed", "5")
 
 
