@@ -1,4 +1,9 @@
-"""`oneply analyse FEN`: every legal move with the model's expected win, for people and scripts."""
+"""`oneply analyse FEN`: every legal move with the model's expected win, for people and scripts.
+
+With `--search N` the look-ahead (engine/search.py) runs N nodes as well, and its view —
+best move, score, principal variation, nodes, each move's searched value and visits — is
+shown beside the one-pass view; the move policy chooses from each view the same way.
+"""
 
 from __future__ import annotations
 
@@ -14,10 +19,13 @@ from oneply.engine.errors import CommandError
 from oneply.engine.inference import MoveScore, Scorer
 from oneply.engine.model_file import ModelFileError, add_model_argument
 from oneply.engine.policy import MovePolicy
+from oneply.engine.search import Info, Limits, TreeSearch
 from oneply.engine.tokenizer import TokenizerError, board_from
 from oneply.engine.values import win_to_cp
 
 BAR_WIDTH = 24
+#: `--search N` at most: minutes a position at the measured speeds
+MAX_SEARCH_NODES = 1_000_000
 
 
 class IllegalMoveError(ValueError):
@@ -47,14 +55,59 @@ def position_from(fen_words: list[str], moves: list[str]) -> chess.Board:
     return board
 
 
+def policy_choice(board: chess.Board, scores: list[MoveScore]) -> dict[str, str] | None:
+    """The move policy's move among `scores` (one pass or searched) and the rule that chose."""
+    if not scores:
+        return None
+    policy = MovePolicy()
+    try:
+        decision = policy.choose(board, scores)
+    finally:
+        policy.close()  # the mate fallback may have started Stockfish: don't leave it running
+    return {"uci": decision.move.uci(), "rule": decision.rule}
+
+
+def san_line(board: chess.Board, moves: list[chess.Move]) -> str:
+    """`moves` from `board` in SAN with move numbers (1. e4 e5 2. Nf3)."""
+    return board.variation_san(moves) if moves else ""
+
+
+def search_report(board: chess.Board, scorer: Scorer, nodes: int) -> dict[str, Any] | None:
+    """The tree's view after `nodes` nodes (None when the game is over)."""
+    if not any(board.legal_moves):
+        return None
+    tree = TreeSearch(scorer)
+    info, ranked = tree.rank(board, Limits(nodes=nodes))
+    root = tree.root
+    assert root is not None
+    visits = {move: int(v) for move, v in zip(root.moves, root.visits, strict=True)}
+    return {
+        "node_limit": nodes,
+        "nodes": info.nodes,
+        "depth": info.depth,
+        "seldepth": info.seldepth,
+        "time_ms": round(info.seconds * 1000, 2),
+        "nps": info.nps,
+        "best": info.pv[0].uci(),
+        "win": round(info.value, 5),
+        "score": score_text(info),
+        "pv": [m.uci() for m in info.pv],
+        "pv_san": san_line(board, info.pv),
+        "policy": policy_choice(board, ranked),
+        "moves": [
+            {"uci": s.move.uci(), "win": round(s.win, 5), "visits": visits[s.move]} for s in ranked
+        ],
+    }
+
+
+def score_text(info: Info) -> str:
+    """UCI's score words for the search's result: `mate N` or `cp N`."""
+    return f"mate {info.mate}" if info.mate is not None else f"cp {win_to_cp(info.value)}"
+
+
 def report(
     board: chess.Board, scores: list[MoveScore], scorer: Scorer, ms: float
 ) -> dict[str, Any]:
-    policy = MovePolicy()
-    try:
-        decision = policy.choose(board, scores) if scores else None
-    finally:
-        policy.close()  # the mate fallback may have started Stockfish: don't leave it running
     return {
         "fen": board.fen(),
         "model": str(scorer.path),
@@ -69,7 +122,7 @@ def report(
             }
             for s in scores
         ],
-        "policy": None if decision is None else {"uci": decision.move.uci(), "rule": decision.rule},
+        "policy": policy_choice(board, scores),
     }
 
 
@@ -79,12 +132,31 @@ def print_table(result: dict[str, Any]) -> None:
     print(f"time      {result['time_ms']:.1f} ms for {len(result['moves'])} moves (one pass)")
     if result["policy"]:
         print(f"plays     {result['policy']['uci']} (rule: {result['policy']['rule']})")
+    searched = result.get("search")
+    if searched:
+        print(
+            f"search    {searched['nodes']} nodes in {searched['time_ms']:.0f} ms "
+            f"({searched['nps']} nps), depth {searched['depth']}, seldepth "
+            f"{searched['seldepth']}"
+        )
+        print(
+            f"  best    {searched['best']}, score {searched['score']} "
+            f"(win {100 * searched['win']:.1f}%)"
+        )
+        print(f"  pv      {searched['pv_san']}")
+        if searched["policy"]:
+            policy = searched["policy"]
+            print(f"  plays   {policy['uci']} (rule: {policy['rule']})")
     print()
-    print(f"{'#':>3}  {'move':<6} {'san':<8} {'win %':>6} {'cp':>6}  ")
+    tree = {m["uci"]: m for m in searched["moves"]} if searched else {}
+    extra = f" {'search %':>9} {'visits':>7}" if searched else ""
+    print(f"{'#':>3}  {'move':<6} {'san':<8} {'win %':>6} {'cp':>6}{extra}  ")
     for rank, move in enumerate(result["moves"], start=1):
+        seen = tree.get(move["uci"])
+        beside = f" {100 * seen['win']:>9.1f} {seen['visits']:>7}" if seen else ""
         print(
             f"{rank:>3}  {move['uci']:<6} {move['san']:<8} {100 * move['win']:>6.1f} "
-            f"{move['cp']:>+6}  {bar(move['win'])}"
+            f"{move['cp']:>+6}{beside}  {bar(move['win'])}"
         )
     if not result["moves"]:
         print("  (no legal moves: the game is over)")
@@ -95,7 +167,27 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--moves", nargs="+", default=[], help="UCI moves played from the FEN")
     add_model_argument(parser)
     parser.add_argument("--threads", type=int, default=None, help="inference threads")
+    parser.add_argument(
+        "--search",
+        type=node_count,
+        default=None,
+        metavar="N",
+        help="also search N nodes (look-ahead) and show the tree's view beside the one pass",
+    )
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+
+
+def node_count(text: str) -> int:
+    """`--search N`: a whole number of nodes from 1 to MAX_SEARCH_NODES."""
+    try:
+        nodes = int(text)
+    except ValueError:
+        nodes = 0
+    if not 1 <= nodes <= MAX_SEARCH_NODES:
+        raise argparse.ArgumentTypeError(
+            f"--search takes a number of nodes from 1 to {MAX_SEARCH_NODES}, got {text!r}"
+        )
+    return nodes
 
 
 def run(args: argparse.Namespace) -> int:
@@ -109,6 +201,8 @@ def run(args: argparse.Namespace) -> int:
     start = time.perf_counter()
     scores = scorer.score(board)
     result = report(board, scores, scorer, (time.perf_counter() - start) * 1000)
+    if args.search is not None:
+        result["search"] = search_report(board, scorer, args.search)
     if args.json:
         print(json.dumps(result, indent=2))
     else:

@@ -49,6 +49,35 @@ def test_analyse_table_and_moves_and_errors(tiny_onnx):
     assert missing.returncode == 2 and "not found" in missing.stderr
 
 
+def test_analyse_search_shows_the_trees_view_beside_the_one_pass(tiny_onnx):
+    fen = "r1bqkbnr/pppp1ppp/2n5/4p3/4P3/5N2/PPPP1PPP/RNBQKB1R w KQkq - 2 3"
+    plain = json.loads(oneply("analyse", "--model", str(tiny_onnx), "--json", fen).stdout)
+    result = oneply("analyse", "--model", str(tiny_onnx), "--json", "--search", "24", fen)
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert [m["uci"] for m in data["moves"]] == [m["uci"] for m in plain["moves"]]  # one pass
+    tree = data["search"]
+    legal = {m.uci() for m in chess.Board(fen).legal_moves}
+    assert tree["node_limit"] == 24 and 1 < tree["nodes"] <= 24
+    assert tree["best"] == tree["pv"][0] and tree["best"] in legal and tree["depth"] >= 1
+    assert tree["score"].startswith(("cp ", "mate ")) and 0 <= tree["win"] <= 1
+    assert {m["uci"] for m in tree["moves"]} == legal and tree["policy"]["uci"] in legal
+    assert sum(m["visits"] for m in tree["moves"]) >= tree["nodes"] - 1
+    assert tree["pv_san"].startswith("3. ")
+
+
+def test_analyse_search_table_finds_the_mate_and_refuses_bad_counts():
+    mate_in_one = "6k1/5ppp/8/8/8/8/8/R5K1 w - - 0 1"
+    table = oneply("analyse", "--search", "40", mate_in_one, timeout=60)
+    assert table.returncode == 0, table.stderr
+    assert "search " in table.stdout and "score mate 1" in table.stdout
+    assert "pv      1. Ra8#" in table.stdout and "visits" in table.stdout
+    for bad in ("0", "-3", "many"):
+        refused = oneply("analyse", "--search", bad, mate_in_one)
+        assert refused.returncode == 2 and "Traceback" not in refused.stderr
+        assert "--search takes a number of nodes from 1" in refused.stderr
+
+
 def test_bench_json_reports_all_variants(tiny_onnx):
     result = oneply(
         "bench", "--model", str(tiny_onnx), "--positions", "4", "--json", "--threads", "1"
