@@ -31,11 +31,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from oneply.arena import DEV_PUZZLES, elo, match
+from oneply.arena import elo, match
 from oneply.arena.engines import EngineStartError
 from oneply.arena.ladder import UCI_ELO_MAX, UCI_ELO_MIN, append_pgn
-from oneply.arena.puzzles import puzzle_report, read_puzzles, solve_puzzles
-from oneply.arena.registry import ANCHORS, SUITE, builtin_spec  # noqa: F401 (ANCHORS)
+from oneply.arena.puzzles import DEV_PUZZLES, puzzle_report, read_puzzles, solve_puzzles
+from oneply.arena.registry import SUITE, builtin_spec
 from oneply.arena.runner import run_match
 from oneply.arena.settings import EngineSpec, TimeControl
 from oneply.engine.errors import CommandError
@@ -103,6 +103,8 @@ class SuiteResult:
     model: str
     #: 0: the searchless engine; N: with look-ahead (N nodes per puzzle move, the clock in games)
     search_nodes: int = 0
+    #: the games capped at search_nodes per move too (a point of the nodes curve)
+    capped: bool = False
     opponents: list[OpponentResult] = field(default_factory=list)
     puzzles: dict[str, Any] = field(default_factory=dict)
     rating: elo.RatingFit | None = None
@@ -117,6 +119,7 @@ class SuiteResult:
         return {
             "model": portable_path(self.model),
             "search_nodes": self.search_nodes,
+            "games_capped": self.capped,
             "rating": self.rating.to_dict() if self.rating else None,
             "opponents": [o.to_dict() for o in self.opponents],
             "puzzles": self.puzzles,
@@ -145,9 +148,11 @@ def opponent_plan(args: argparse.Namespace) -> list[tuple[str, int, float]]:
     return [(name, games, anchor) for name, games, anchor in plan if games > 0]
 
 
-def model_engine(model: str, tc: TimeControl, seed: int, search: bool = False) -> EngineSpec:
+def model_engine(
+    model: str, tc: TimeControl, seed: int, search: bool = False, nodes: int = 0
+) -> EngineSpec:
     """`oneply uci` with the model file; one thread (games run side by side), seeded; with
-    `search`, the look-ahead on (bounded by the clock)."""
+    `search`, the look-ahead on (bounded by the clock, and by `nodes` per move when > 0)."""
     spec = builtin_spec("oneply", tc)
     assert spec is not None
     options: tuple[tuple[str, str], ...] = (
@@ -157,16 +162,22 @@ def model_engine(model: str, tc: TimeControl, seed: int, search: bool = False) -
     )
     if search:
         options += (("Search", "true"),)
-    name = Path(model).stem + ("+search" if search else "")
+    if search and nodes:
+        options += (("SearchNodes", str(nodes)),)
+    name = Path(model).stem + ("+search" if search else "") + (f"{nodes}" if nodes else "")
     return EngineSpec(spec.command, options, tc, name=name)
 
 
 def play_opponents(
-    args: argparse.Namespace, model: str, result: SuiteResult, search: bool = False
+    args: argparse.Namespace,
+    model: str,
+    result: SuiteResult,
+    search: bool = False,
+    nodes: int = 0,
 ) -> None:
     """Every planned match, in order; Ctrl-C keeps the games already played."""
     tc = match.time_control(args)
-    engine = model_engine(model, tc, args.seed, search)
+    engine = model_engine(model, tc, args.seed, search, nodes)
     for number, (name, games, anchor) in enumerate(opponent_plan(args)):
         opponent = builtin_spec(name, tc, args.seed + number, args.stockfish)
         assert opponent is not None
@@ -230,14 +241,20 @@ def solve_dev_puzzles(
 # --------------------------------------------------------------------------- CLI
 
 
-def run_suite(args: argparse.Namespace, model: str, search_nodes: int = 0) -> SuiteResult:
+def run_suite(
+    args: argparse.Namespace, model: str, search_nodes: int = 0, cap_games: bool = False
+) -> SuiteResult:
+    """One model's suite; with `search_nodes`, look-ahead on (puzzles at that many nodes per
+    move; games at the clock, and capped at the same nodes per move with `cap_games`)."""
     start = time.perf_counter()
-    result = SuiteResult(model, search_nodes)
+    result = SuiteResult(model, search_nodes, capped=cap_games)
     if args.puzzles and args.puzzle_limit != 0:
         result.puzzles = solve_dev_puzzles(
             model, args.puzzles, args.puzzle_limit, args.seed, args.stockfish, search_nodes
         )
-    play_opponents(args, model, result, search=search_nodes > 0)
+    play_opponents(
+        args, model, result, search=search_nodes > 0, nodes=search_nodes if cap_games else 0
+    )
     result.rating = combined_rating(result.opponents)
     result.seconds = time.perf_counter() - start
     return result
@@ -252,6 +269,22 @@ def parse_levels(text: str) -> list[int]:
     if bad:
         raise argparse.ArgumentTypeError(f"UCI_Elo levels must lie in 1350..2850, got {bad}")
     return levels
+
+
+#: the look-ahead budgets of the nodes curve (`--nodes-curve`, README)
+DEFAULT_NODES = (1, 8, 32, 128, 512)
+
+
+def parse_nodes(text: str) -> list[int]:
+    """`1,8,32` → [1, 8, 32]: positive, increasing node budgets."""
+    try:
+        nodes = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError as exc:
+        message = f"node budgets are comma-separated integers: {text!r}"
+        raise argparse.ArgumentTypeError(message) from exc
+    if not nodes or any(n < 1 for n in nodes) or nodes != sorted(set(nodes)):
+        raise argparse.ArgumentTypeError(f"node budgets must be positive and increasing: {text!r}")
+    return nodes
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -272,6 +305,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="also run the model with look-ahead: games at the same time control, puzzles "
         "searched N nodes per move (default 0: searchless only)",
     )
+    parser.add_argument(
+        "--nodes-curve",
+        type=parse_nodes,
+        metavar="N,...",
+        help="also the suite at each look-ahead budget, games and puzzles capped at N nodes "
+        f"per move, e.g. {','.join(map(str, DEFAULT_NODES))}: the strength-against-nodes curve",
+    )
+    parser.add_argument("--curve-json", metavar="JSON", help="write the nodes curve here")
+    parser.add_argument("--curve-plot", metavar="PNG", help="plot the nodes curve here")
     games = parser.add_argument_group("games per opponent (0 skips it)")
     for opponent in SUITE:
         games.add_argument(
@@ -341,4 +383,20 @@ def run(args: argparse.Namespace) -> int:
     if args.plot:
         if report.plot(args.plot, results):
             print(f"  wrote {args.plot}")
+    if args.nodes_curve and not results[-1].interrupted:
+        return nodes_curve(args)
     return 130 if results[-1].interrupted else 0
+
+
+def nodes_curve(args: argparse.Namespace) -> int:
+    """--nodes-curve: the suite at each budget, its table, JSON and plot."""
+    from oneply.arena import search_curve as curve
+
+    points = curve.run_curve(args, args.model, args.nodes_curve)
+    print(curve.curve_table(points))
+    if args.curve_json:
+        match.write_json(args.curve_json, curve.curve_json(args.model, points))
+        print(f"  wrote {args.curve_json}")
+    if args.curve_plot and curve.plot_curve(args.curve_plot, args.model, points):
+        print(f"  wrote {args.curve_plot}")
+    return 130 if points[-1].interrupted else 0

@@ -82,6 +82,7 @@ class UciEngine:
                 Option("UCI_ShowWDL", "check", False),
                 Option("Ponder", "check", False),
                 Option("Search", "check", False),
+                Option("SearchNodes", "spin", 0, 0, 10_000_000),
                 *(Option(*spec) for spec in MovePolicy.UCI_OPTIONS),
             ]
         }
@@ -352,14 +353,16 @@ class UciEngine:
 
     def _searched(self, board: chess.Board, limits: GoLimits, start: float) -> list[MoveScore]:
         """Option Search: the look-ahead of engine/search.py within `go`'s bounds (nodes,
-        depth, movetime or the clock, stop), its moves ranked for the policy."""
+        depth, movetime or the clock, stop) and option SearchNodes (a cap per move, so games
+        under a clock can be played at a fixed budget), its moves ranked for the policy."""
         scorer = self.load_scorer()
         if self.tree is None or self.tree.scorer is not scorer:
             self.tree = TreeSearch(scorer)
         deadline = self._deadline(limits, board.turn, start)
         bounded = limits.infinite or limits.ponder or limits.depth or deadline is not None
+        cap = int(self.option("SearchNodes"))  # a node cap per move as well (0: none)
         search_limits = Limits(
-            nodes=limits.nodes or (None if bounded else DEFAULT_SEARCH_NODES),
+            nodes=limits.nodes or cap or (None if bounded else DEFAULT_SEARCH_NODES),
             depth=limits.depth,
             seconds=None if deadline is None else max(0.0, deadline - time.monotonic()),
             stop=self._stop,

@@ -3,11 +3,19 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 
-from oneply.arena import DEV_PUZZLES
-from oneply.arena.puzzles import read_puzzles, solve_puzzles
-from oneply.arena.strength import DEFAULT_TC, SuiteResult, model_engine, solve_dev_puzzles
+import pytest
+
+from oneply.arena.puzzles import DEV_PUZZLES, read_puzzles, solve_puzzles
+from oneply.arena.strength import (
+    DEFAULT_TC,
+    SuiteResult,
+    model_engine,
+    parse_nodes,
+    solve_dev_puzzles,
+)
 from oneply.arena.strength_report import pairs
 from oneply.engine.cli import main as cli_main
 from oneply.engine.inference import Scorer
@@ -44,3 +52,38 @@ def test_strength_with_search_end_to_end(tiny_onnx, tmp_path, capsys) -> None:
     assert data["search"]["puzzles"]["argmax"]["count"] == 6
     assert data["search_comparison"]["model"].endswith("+ search (8 nodes)")
     assert "+ search (8 nodes)" in capsys.readouterr().out
+
+
+def test_curve_points_cap_the_games_at_their_nodes(tiny_onnx) -> None:
+    capped = dict(model_engine(str(tiny_onnx), DEFAULT_TC, 1, search=True, nodes=32).options)
+    assert capped["Search"] == "true" and capped["SearchNodes"] == "32"
+    assert "SearchNodes" not in dict(model_engine(str(tiny_onnx), DEFAULT_TC, 1).options)
+
+
+def test_nodes_budgets_are_checked() -> None:
+    assert parse_nodes("1,8,32") == [1, 8, 32]
+    for bad in ("", "8,1", "0,4", "1,1", "a,b"):
+        with pytest.raises(argparse.ArgumentTypeError):
+            parse_nodes(bad)
+
+
+def test_nodes_curve_end_to_end(tiny_onnx, tmp_path, capsys) -> None:
+    """Each point is the suite at its budget: puzzles searched that far, games capped."""
+    out, curve, plot = tmp_path / "s.json", tmp_path / "curve.json", tmp_path / "curve.png"
+    args = ["strength", str(tiny_onnx), "--nodes-curve", "1,6"]
+    args += ["--games-random", "0", "--games-greedy", "2", "--games-skill", "0"]
+    args += ["--games-per-level", "0", "--puzzle-limit", "8", "--tc", "3+0.03"]
+    args += ["--concurrency", "2", "--quiet", "--json", str(out)]
+    args += ["--curve-json", str(curve), "--curve-plot", str(plot)]
+    assert cli_main(args) == 0
+    points = json.loads(curve.read_text())["points"]
+    assert [p["nodes"] for p in points] == [1, 6]
+    assert all(p["opponents"][0]["games"] == 2 for p in points)
+    puzzles = read_puzzles(DEV_PUZZLES, 8)
+    for point in points:
+        scorer = SearchScorer(Scorer(tiny_onnx), point["nodes"])
+        expected = solve_puzzles(scorer, puzzles, progress=False)
+        assert point["puzzles_argmax"] == sum(expected) / len(expected)
+    assert plot.stat().st_size > 0
+    table = capsys.readouterr().out
+    assert "nodes  rating" in table and "greedy" in table

@@ -8,8 +8,7 @@ import chess
 import chess.engine
 import pytest
 
-from oneply.arena import DEV_PUZZLES
-from oneply.arena.puzzles import read_puzzles, solve_puzzles
+from oneply.arena.puzzles import DEV_PUZZLES, read_puzzles, solve_puzzles
 from oneply.engine.inference import MoveScore, Scorer
 from oneply.engine.search import Limits, SearchScorer, TreeSearch, exact_value
 from tests.conftest import REPO
