@@ -7,11 +7,23 @@ skips every chunk whose shard exists and validates, so a run killed at any momen
 without losing or duplicating a finished position; ``--shard k/n`` keeps the chunks with
 i % n == k, so n machines can split one file and their shard directories can be merged.
 
-Each worker process owns one Stockfish (Threads=1, small hash) and runs one search per
+Positions are scored by the sources' one scorer: the worker pool of
+training/score_workers.py, one Stockfish per worker (Threads=1, small hash), one search per
 position with MultiPV = number of legal moves; what a value is, and why it depends on the
-position alone, is in training/stockfish_scorer.py.
+position alone, is in training/stockfish_scorer.py. The parent writes each chunk's shard as
+soon as its positions are scored.
 
 Positions without legal moves (mate, stalemate) have nothing to learn and are skipped.
+
+Why this path keeps its own shard format (``oneply-shard-v1``, ``dataset.write_shard``) rather
+than the sources' compact writer (training/shard_writer.py): its output is a documented
+public format (README, "Dataset format": the FEN-file annotate shards are ``.npy`` files that
+``np.load(mmap_mode="r")`` opens), and its unit is a fixed range of input lines, not a game:
+every line is kept (a position listed twice is scored twice, nothing is excluded), a chunk's
+shard is named by its index and checked against the sha256 of its lines on resume, and the
+manifest lists every chunk with its counts and sha256. The compact writer keeps whole games'
+first occurrences, deduplicated and filtered, which would change what a run stores. A .pgn
+file is not this path: it is the PGN source (training/pgn_annotate.py).
 """
 
 from __future__ import annotations
@@ -19,12 +31,11 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import multiprocessing as mp
 import os
-import queue
 import shutil
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,15 +44,17 @@ import chess.engine
 import numpy as np
 from tqdm import tqdm
 
-from oneply.arena import DEV_PUZZLES
+from oneply.arena.puzzles import DEV_PUZZLES
 from oneply.engine.errors import CommandError
 from oneply.engine.files import write_json_atomic
 from oneply.engine.moves import MOVE_INDEX
 from oneply.engine.stockfish import StockfishStartError
-from oneply.engine.tokenizer import TokenizerError, board_from, tokenize
+from oneply.engine.tokenizer import TokenizerError, board_from
 from oneply.training.dataset import DatasetError, Shard, write_shard
+from oneply.training.score_workers import init_worker, score_boards
+from oneply.training.scored_games import GameSettings, Record
 from oneply.training.sources import DEFAULT_DEPTH, add_scoring_arguments
-from oneply.training.stockfish_scorer import StockfishError, StockfishScorer
+from oneply.training.stockfish_scorer import StockfishScorer
 from oneply.training.workers import sigterm_as_interrupt, worker_pool
 
 
@@ -104,29 +117,29 @@ class Chunk:
         return chunk_digest(self.lines)
 
 
-def annotate_chunk(
-    engine: StockfishScorer, chunk: Chunk, settings: Settings, out: Path, report=None
-) -> dict:
-    """Score every position of a chunk and write its shard; returns the manifest entry."""
-    states, move_ids, wins = [], [], []
-    skipped = 0
+def chunk_boards(chunk: Chunk) -> list[chess.Board]:
+    """The chunk's positions that have legal moves, in line order: blank lines, comments,
+    checkmates and stalemates have nothing to learn and are skipped."""
+    boards = []
     for line in chunk.lines:
         text = line.strip()
-        values = {}
         if text and not text.startswith("#"):
             board = board_from(text)
-            values = engine.score_moves(board, settings.limit())
-        if not values:  # blank line, comment, checkmate or stalemate: nothing to learn
-            skipped += 1
-            if report is not None:
-                report(1, 0)
-            continue
-        moves = list(board.legal_moves)
-        states.append(tokenize(board).astype(np.uint8))
+            if any(board.legal_moves):
+                boards.append(board)
+    return boards
+
+
+def write_chunk(
+    out: Path, chunk: Chunk, settings: Settings, stockfish: str, records: list[Record]
+) -> dict:
+    """A chunk's scored positions as its v1 shard (a chunk is written whole, atomically);
+    returns the manifest entry."""
+    skipped = len(chunk.lines) - len(records)
+    move_ids = []
+    for record in records:
+        moves = chess.Board(record.fen).legal_moves
         move_ids.append(np.array([MOVE_INDEX[m.uci()] for m in moves], dtype=np.int16))
-        wins.append(np.array([values[m] for m in moves], dtype=np.float32))
-        if report is not None:
-            report(1, len(moves))
     meta = {
         "chunk": chunk.index,
         "first_line": chunk.first_line,
@@ -135,10 +148,11 @@ def annotate_chunk(
         "input_sha256": chunk.digest,
         "chunk_size": settings.chunk_size,
         "limit": settings.limit_dict(),
-        "stockfish": engine.id.get("name", "unknown"),
+        "stockfish": stockfish,
     }
-    state_array = np.stack(states) if states else np.zeros((0, 77), np.uint8)
-    entry = write_shard(out / chunk_name(chunk.index), state_array, move_ids, wins, meta)
+    states = np.stack([r.state for r in records]) if records else np.zeros((0, 77), np.uint8)
+    wins = [r.wins for r in records]
+    entry = write_shard(out / chunk_name(chunk.index), states, move_ids, wins, meta)
     return {**entry, "chunk": chunk.index, "skipped": skipped}
 
 
@@ -173,72 +187,43 @@ def finished_entry(out: Path, chunk: Chunk, settings: Settings) -> dict | None:
     return {k: meta[k] for k in keys if k in meta}
 
 
-# --------------------------------------------------------------------------- workers
-
-_worker: dict = {}
+# --------------------------------------------------------------------------- scoring
 
 
-def open_engine(path: str) -> StockfishScorer:
-    try:
-        return StockfishScorer(path)
-    except (StockfishStartError, StockfishError) as error:
-        raise AnnotateError(str(error)) from None
-
-
-def _init_worker(settings: Settings, out: Path, progress) -> None:
-    _worker.update(
-        engine=open_engine(settings.stockfish),
-        settings=settings,
-        out=out,
-        progress=progress,
-        parent=os.getppid(),
-    )
-
-
-def _worker_report(positions: int, values: int) -> None:
-    if os.getppid() != _worker["parent"]:  # the run was killed: do not write orphan shards
-        os._exit(1)
-    _worker["progress"].put((positions, values))
-
-
-def _worker_chunk(chunk: Chunk) -> dict:
-    return annotate_chunk(
-        _worker["engine"], chunk, _worker["settings"], _worker["out"], _worker_report
-    )
-
-
-def _run_in_process(chunks: list[Chunk], settings: Settings, out: Path, bar: tqdm) -> list[dict]:
-    engine = open_engine(settings.stockfish)
-    try:
-        report = _bar_updater(bar)
-        return [annotate_chunk(engine, c, settings, out, report) for c in chunks]
-    finally:
-        engine.quit()
-
-
-def _run_in_pool(
-    chunks: list[Chunk], settings: Settings, out: Path, bar: tqdm, workers: int
+def annotate_chunks(
+    chunks: list[Chunk], settings: Settings, stockfish: str, out: Path, workers: int, bar: tqdm
 ) -> list[dict]:
-    progress = mp.get_context("spawn").Queue()
+    """Score the chunks in the sources' worker pool (training/score_workers.py: the same
+    Stockfish scorer, one fresh game per position), two chunks per worker in flight, and
+    write each chunk's shard as soon as it is scored, so an interrupted run keeps every
+    finished chunk."""
+    game = GameSettings(depth=settings.depth, nodes=settings.nodes)
+    initargs: tuple = (game, settings.stockfish, [], [], os.getpid())
     report = _bar_updater(bar)
-    with worker_pool(workers, _init_worker, (settings, out, progress)) as pool:
-        pending = [pool.apply_async(_worker_chunk, (c,)) for c in chunks]
-        while not all(p.ready() for p in pending):
-            _drain(progress, report, timeout=0.2)
-        _drain(progress, report, timeout=0.0)
-        return [p.get() for p in pending]  # re-raises a worker's exception
-
-
-def _drain(progress, report, timeout: float) -> None:
-    try:
-        report(*progress.get(timeout=timeout) if timeout else progress.get_nowait())
+    entries: list[dict] = []
+    if not chunks:
+        return entries
+    todo = iter(chunks)
+    with worker_pool(workers, init_worker, initargs, start_method="fork") as pool:
+        pending: list = []
         while True:
-            report(*progress.get_nowait())
-    except queue.Empty:
-        pass
+            while len(pending) < 2 * workers and (chunk := next(todo, None)) is not None:
+                fens = [board.fen() for board in chunk_boards(chunk)]
+                pending.append((chunk, pool.apply_async(score_boards, (fens,))))
+            if not pending:
+                break
+            if not pending[0][1].ready():
+                pending[0][1].wait(0.2)
+            for item in [item for item in pending if item[1].ready()]:
+                scored, result = item
+                records: list[Record] = result.get()  # re-raises a worker's exception
+                entries.append(write_chunk(out, scored, settings, stockfish, records))
+                report(len(scored.lines), sum(len(r.wins) for r in records))
+                pending.remove(item)
+    return sorted(entries, key=lambda entry: entry["chunk"])
 
 
-def _bar_updater(bar: tqdm):
+def _bar_updater(bar: tqdm) -> Callable[[int, int], None]:
     started = time.monotonic()
     total_values = 0
 
@@ -314,7 +299,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         with sigterm_as_interrupt():
             return _run(args)
-    except AnnotateError as error:
+    except (AnnotateError, StockfishStartError) as error:
         raise CommandError(f"oneply train annotate: error: {error}", exit_code=2) from None
     except KeyboardInterrupt:
         print("\ninterrupted: finished chunks are kept; rerun to resume", file=sys.stderr)
@@ -336,9 +321,8 @@ def _run(args: argparse.Namespace) -> int:
     _remove_stale_temporaries(args.out)
     todo = [c for c in mine if finished_entry(args.out, c, settings) is None]
 
-    probe = open_engine(settings.stockfish)
-    version = probe.id.get("name", "unknown")
-    probe.quit()
+    with StockfishScorer(settings.stockfish) as probe:
+        version = probe.id.get("name", "unknown")
     header = {
         "format": "oneply-annotated-v1",
         "positions_file": str(args.positions),
@@ -358,10 +342,7 @@ def _run(args: argparse.Namespace) -> int:
     total = sum(len(c.lines) for c in todo)
     started = time.monotonic()
     with tqdm(total=total, unit="pos", desc="annotate", smoothing=0.05) as bar:
-        if workers == 1:
-            entries = _run_in_process(todo, settings, args.out, bar)
-        else:
-            entries = _run_in_pool(todo, settings, args.out, bar, workers)
+        entries = annotate_chunks(todo, settings, version, args.out, workers, bar)
     seconds = time.monotonic() - started
     manifest = write_manifest(args.out, header, len(all_chunks))
     done = sum(e["count"] for e in entries)

@@ -20,9 +20,9 @@ import pytest
 from oneply.engine.cli import run_reporting
 from oneply.engine.moves import legal_move_ids
 from oneply.engine.stockfish import close_stockfish, open_stockfish
-from oneply.engine.tokenizer import tokenize
+from oneply.engine.tokenizer import position_key, tokenize
 from oneply.training import annotate
-from oneply.training.dataset import AnnotatedDataset, Shard, position_key
+from oneply.training.dataset import AnnotatedDataset, Shard
 from oneply.training.stockfish_scorer import StockfishScorer
 from tests.conftest import REPO, stockfish_path
 from tests.helpers.processes import session_processes, wait_until_gone

@@ -9,9 +9,8 @@ import chess
 import chess.engine
 import pytest
 
-from oneply.engine.stockfish import SMALL, open_stockfish
-from oneply.training.annotate import AnnotateError, open_engine
-from oneply.training.stockfish_scorer import StockfishError, StockfishScorer, parse_line
+from oneply.engine.stockfish import SMALL, StockfishError, StockfishStartError, open_stockfish
+from oneply.training.stockfish_scorer import StockfishScorer, parse_line
 from tests.helpers.stockfish_reference import reference_values
 
 
@@ -62,8 +61,8 @@ def test_a_dead_stockfish_is_an_error_not_a_hang(stockfish: str) -> None:
 
 
 def test_a_missing_stockfish_is_named(tmp_path) -> None:
-    with pytest.raises(AnnotateError, match="Stockfish"):
-        open_engine(str(tmp_path / "no-stockfish"))
+    with pytest.raises(StockfishStartError, match="Stockfish did not start: .*no-stockfish"):
+        StockfishScorer(str(tmp_path / "no-stockfish"))
 
 
 def test_parse_line_reads_score_and_first_move_only() -> None:
