@@ -11,6 +11,10 @@ middlegames, endgames and the 218-move position) it times one session run per po
 and reports ms per position (median, p90), positions per second, the speedup of shared int8
 over per_move fp32, and the accuracy cost of int8 (|Δ expected win| over every move).
 
+The search row times the look-ahead (engine/search.py) on the int8 variant: nodes per second
+over a spread of the positions, searching `--search-nodes` nodes from each, with SEARCH_BATCH
+leaves per forward pass (virtual loss keeps the walks apart) and with one leaf per call.
+
 A ``per_move`` file (an imported DeepMind model, `oneply import-dm`) cannot be rebuilt as
 ``shared``: its state tokens were trained to attend to the move. For it the variants are
 ``per_move_fp32`` (the file) and ``per_move_int8``.
@@ -38,10 +42,16 @@ from oneply.engine.features import encode_facts
 from oneply.engine.graph import build_model, quantize_int8, weights_of
 from oneply.engine.inference import Scorer
 from oneply.engine.model_file import ModelFileError, add_model_argument
+from oneply.engine.search import Limits, TreeSearch
 
 POSITIONS_FILE = Path(__file__).parent / "data" / "bench_positions.txt"
 VARIANTS = ("shared_fp32", "shared_int8", "per_move_fp32")
 PER_MOVE_VARIANTS = ("per_move_fp32", "per_move_int8")
+#: leaves per forward pass in the search row's batched run (TreeSearch's default)
+SEARCH_BATCH = 8
+#: positions the search row searches from, spread over the bench set
+SEARCH_POSITIONS = 8
+DEFAULT_SEARCH_NODES = 200
 
 
 def load_positions(path: Path = POSITIONS_FILE, limit: int | None = None) -> list[chess.Board]:
@@ -101,6 +111,36 @@ def time_facts(boards: list[chess.Board]) -> list[float]:
     return times
 
 
+def search_nps(scorer: Scorer, boards: list[chess.Board], nodes: int, batch: int) -> float:
+    """Nodes per second of a fresh search of `nodes` nodes from each board, `batch` leaves
+    per forward pass."""
+    total_nodes, total_seconds = 0, 0.0
+    for board in tqdm(boards, desc=f"search x{batch:<5}", unit="pos", leave=False, file=sys.stderr):
+        tree = TreeSearch(scorer, batch=batch)
+        start = time.perf_counter()
+        info = tree.search(board, Limits(nodes=nodes))
+        total_seconds += time.perf_counter() - start
+        total_nodes += info.nodes
+    return total_nodes / total_seconds if total_seconds > 0 else 0.0
+
+
+def search_row(scorer: Scorer, boards: list[chess.Board], nodes: int) -> dict[str, Any]:
+    """The search row: nps with SEARCH_BATCH leaves per call and with one."""
+    step = max(1, len(boards) // SEARCH_POSITIONS)
+    spread = [b for b in boards[::step] if any(b.legal_moves)][:SEARCH_POSITIONS]
+    batched = search_nps(scorer, spread, nodes, SEARCH_BATCH)
+    single = search_nps(scorer, spread, nodes, 1)
+    return {
+        "model_variant": "",  # filled in by bench
+        "positions": len(spread),
+        "nodes_per_position": nodes,
+        "batch": SEARCH_BATCH,
+        "nps_batched": round(batched, 1),
+        "nps_one_leaf": round(single, 1),
+        "speedup_batched": round(batched / single, 2) if single > 0 else None,
+    }
+
+
 def summarise(times: list[float]) -> dict[str, float]:
     return {
         "median": statistics.median(times),
@@ -109,10 +149,14 @@ def summarise(times: list[float]) -> dict[str, float]:
     }
 
 
-def bench(model: str | None, threads: int, limit: int | None) -> dict[str, Any]:
+def bench(
+    model: str | None, threads: int, limit: int | None, search_nodes: int = DEFAULT_SEARCH_NODES
+) -> dict[str, Any]:
     boards = load_positions(limit=limit)
     base = Scorer(model, threads=threads)
+    layout = base.info.layout
     results, wins = {}, {}
+    search = None
     with tempfile.TemporaryDirectory() as tmp:
         paths = build_variants(base.path, Path(tmp))
         variants = tuple(paths)
@@ -120,7 +164,8 @@ def bench(model: str | None, threads: int, limit: int | None) -> dict[str, Any]:
             scorer = base if variant == variants[0] else Scorer(paths[variant], threads=threads)
             times, wins[variant] = time_variant(scorer, boards, variant)
             results[variant] = summarise(times)
-    layout = base.info.layout
+            if variant == f"{layout}_int8" and search_nodes > 0:
+                search = {**search_row(scorer, boards, search_nodes), "model_variant": variant}
     deltas = [
         abs(fp32[move] - int8[move])
         for fp32, int8 in zip(wins[f"{layout}_fp32"], wins[f"{layout}_int8"], strict=True)
@@ -151,6 +196,7 @@ def bench(model: str | None, threads: int, limit: int | None) -> dict[str, Any]:
             round(statistics.median(time_facts(boards)), 3) if base.reads_facts else None
         ),
         "int8_abs_win_delta": {"max": float(np.max(deltas)), "mean": float(np.mean(deltas))},
+        "search": search,
     }
 
 
@@ -177,18 +223,38 @@ def print_table(result: dict[str, Any]) -> None:
     print(
         f"\nint8 accuracy cost: |Δ expected win| max {delta['max']:.4f}, mean {delta['mean']:.5f}"
     )
+    search = result.get("search")
+    if search:
+        print(
+            f"\nsearch ({search['model_variant']}, {search['positions']} positions x "
+            f"{search['nodes_per_position']} nodes)"
+        )
+        print(f"  {search['batch']} leaves per call {search['nps_batched']:>8.1f} nps")
+        print(f"  1 leaf per call  {search['nps_one_leaf']:>8.1f} nps")
+        if search["speedup_batched"]:
+            print(f"  batched speedup  {search['speedup_batched']:>8.2f}x")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_model_argument(parser, "fp32 ONNX model, shared or per_move layout")
     parser.add_argument("--threads", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--positions", type=int, default=None, help="use the first N positions")
+    parser.add_argument(
+        "--search-nodes",
+        type=int,
+        default=DEFAULT_SEARCH_NODES,
+        metavar="N",
+        help="search row: nodes searched from each of its positions (0: no search row; "
+        "default %(default)s)",
+    )
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.search_nodes < 0:
+        raise CommandError("oneply bench: --search-nodes must be 0 or more", exit_code=2)
     try:
-        result = bench(args.model, args.threads, args.positions)
+        result = bench(args.model, args.threads, args.positions, args.search_nodes)
     except ModelFileError as error:
         raise CommandError(f"oneply bench: {error}", exit_code=2) from None
     if args.json:

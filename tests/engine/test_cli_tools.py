@@ -80,7 +80,16 @@ def test_analyse_search_table_finds_the_mate_and_refuses_bad_counts():
 
 def test_bench_json_reports_all_variants(tiny_onnx):
     result = oneply(
-        "bench", "--model", str(tiny_onnx), "--positions", "4", "--json", "--threads", "1"
+        "bench",
+        "--model",
+        str(tiny_onnx),
+        "--positions",
+        "4",
+        "--json",
+        "--threads",
+        "1",
+        "--search-nodes",
+        "24",
     )
     assert result.returncode == 0, result.stderr
     data = json.loads(result.stdout)
@@ -88,6 +97,23 @@ def test_bench_json_reports_all_variants(tiny_onnx):
     assert data["threads"] == 1 and data["positions"] == 4
     assert data["speedup_shared_int8_vs_per_move"] > 0
     assert 0 <= data["int8_abs_win_delta"]["mean"] <= data["int8_abs_win_delta"]["max"] < 0.05
+    search = data["search"]  # the look-ahead on the int8 model, batched leaves and one a call
+    assert search["model_variant"] == "shared_int8" and search["positions"] == 4
+    assert search["nodes_per_position"] == 24 and search["batch"] == 8
+    assert search["nps_batched"] > 0 and search["nps_one_leaf"] > 0
+    assert search["speedup_batched"] > 0
+
+
+def test_bench_table_shows_the_search_row_unless_turned_off(tiny_onnx):
+    args = ["bench", "--model", str(tiny_onnx), "--positions", "2", "--threads", "1"]
+    table = oneply(*args, "--search-nodes", "8")
+    assert table.returncode == 0, table.stderr
+    assert "search (shared_int8, 2 positions x 8 nodes)" in table.stdout
+    assert "8 leaves per call" in table.stdout and "1 leaf per call" in table.stdout
+    off = oneply(*args, "--search-nodes", "0", "--json")
+    assert off.returncode == 0 and json.loads(off.stdout)["search"] is None
+    refused = oneply(*args, "--search-nodes", "-1")
+    assert refused.returncode == 2 and "--search-nodes must be 0 or more" in refused.stderr
 
 
 def test_bench_positions_file_is_varied():
