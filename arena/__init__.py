@@ -5,7 +5,3 @@ evaluates on puzzles or must never train on them (``oneply eval``, ``oneply trai
 positions/fit/all``). The arena depends on the engine only, never on training
 (tests/engine/test_imports.py holds that line).
 """
-
-from oneply.arena.puzzles import DEV_PUZZLES
-
-__all__ = ["DEV_PUZZLES"]

@@ -11,8 +11,9 @@ import torch
 
 from oneply.engine.errors import CommandError
 from oneply.engine.features import encode_facts
+from oneply.engine.tokenizer import position_key
 from oneply.training.compact import board_of_tokens
-from oneply.training.dataset import AnnotatedDataset, position_key
+from oneply.training.dataset import AnnotatedDataset
 
 
 @dataclass

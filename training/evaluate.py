@@ -34,21 +34,7 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-# the puzzle checker lives in arena/puzzles.py; re-exported here because running training
-# processes (training/validation.py, fit, ablation) and older callers import it from here
-from oneply.arena.puzzles import (  # noqa: F401
-    BANDS,
-    DEV_PUZZLES,
-    Chooser,
-    Puzzle,
-    PuzzleRun,
-    argmax_choice,
-    band_name,
-    evaluate_puzzles,
-    puzzle_report,
-    read_puzzles,
-    solve_puzzles,
-)
+from oneply.arena.puzzles import DEV_PUZZLES, evaluate_puzzles
 from oneply.engine.features import encode_facts
 from oneply.engine.inference import PAD_MOVE, Scorer
 from oneply.engine.values import BEST_TOLERANCE, expected_win, hl_gauss, value_to_bin

@@ -45,14 +45,13 @@ import torch
 import torch.distributed as dist
 from tqdm import tqdm
 
-from oneply.arena import DEV_PUZZLES
+from oneply.arena.puzzles import DEV_PUZZLES, read_puzzles
 from oneply.engine.errors import CommandError
 from oneply.training.batches import Batch, collate
 from oneply.training.checkpoints import State, build_state, save_checkpoint, trim_metrics
 from oneply.training.config import CHECKPOINT, METRICS, PLOT, TrainConfig
 from oneply.training.data_feed import DataFeed
 from oneply.training.device import autocast, bf16_supported, init_distributed
-from oneply.training.evaluate import read_puzzles
 from oneply.training.model import LAYOUTS, PRESETS
 from oneply.training.optim import learning_rate
 from oneply.training.targets import action_hits, forward, objective

@@ -24,7 +24,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from oneply.arena import DEV_PUZZLES
+from oneply.arena.puzzles import DEV_PUZZLES
 from oneply.engine.cli import run_reporting
 from oneply.engine.errors import CommandError
 from oneply.engine.files import atomic_path

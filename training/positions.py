@@ -14,7 +14,7 @@ No game database is reachable offline, so games are made here. Each game:
 Positions are unique across the whole file by their first four FEN fields (board, side,
 castling, en passant): the paper's "unique sampler" was worth 33 puzzle points. Evaluation
 positions are never emitted: every position along every puzzle line in the ``--exclude`` CSVs
-(default: the shipped dev set, ``oneply.arena.DEV_PUZZLES``), before and after each
+(default: the shipped dev set, ``oneply.arena.puzzles.DEV_PUZZLES``), before and after each
 move, is excluded.
 
 The output is one FEN per line. Whole games are appended and flushed at once, so a killed run
@@ -48,7 +48,7 @@ import chess.pgn
 import chess.polyglot
 from tqdm import tqdm
 
-from oneply.arena import DEV_PUZZLES
+from oneply.arena.puzzles import DEV_PUZZLES
 from oneply.engine.errors import CommandError
 from oneply.engine.files import write_json_atomic
 from oneply.engine.stockfish import (

@@ -9,8 +9,8 @@ import json
 import chess
 import pytest
 
-from oneply.arena import DEV_PUZZLES, elo
-from oneply.arena.puzzles import read_puzzles, solve_puzzles
+from oneply.arena import elo
+from oneply.arena.puzzles import DEV_PUZZLES, read_puzzles, solve_puzzles
 from oneply.arena.strength import OpponentResult, SuiteResult, combined_rating
 from oneply.arena.strength_report import comparison
 from oneply.engine.cli import main as cli_main

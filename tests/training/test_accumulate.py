@@ -24,7 +24,7 @@ from tests.helpers.model_helpers import file_log_probs, torch_log_probs
 
 torch = pytest.importorskip("torch")
 
-from oneply.arena import DEV_PUZZLES  # noqa: E402
+from oneply.arena.puzzles import DEV_PUZZLES  # noqa: E402
 from oneply.training import fit  # noqa: E402
 from oneply.training.checkpoints import build_state, saved_step  # noqa: E402
 from oneply.training.config import CHECKPOINT, METRICS, PLOT, TrainConfig  # noqa: E402

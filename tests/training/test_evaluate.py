@@ -10,7 +10,7 @@ import chess
 import numpy as np
 import pytest
 
-from oneply.arena import DEV_PUZZLES
+from oneply.arena.puzzles import DEV_PUZZLES, Puzzle, PuzzleRun, puzzle_report
 from oneply.engine.cli import main
 from oneply.engine.moves import legal_move_ids
 from oneply.engine.tokenizer import tokenize
@@ -79,26 +79,26 @@ def _bins(wins: np.ndarray) -> list[int]:
     return list(value_to_bin(wins))
 
 
-def _puzzle(moves: str) -> evaluate.Puzzle:
-    return evaluate.Puzzle("t", MATE_FEN, moves.split(), 1200)
+def _puzzle(moves: str) -> Puzzle:
+    return Puzzle("t", MATE_FEN, moves.split(), 1200)
 
 
 def test_puzzle_rules() -> None:
-    right = evaluate.PuzzleRun(_puzzle("c7c6 a1a8"))
+    right = PuzzleRun(_puzzle("c7c6 a1a8"))
     assert right.board.turn == chess.WHITE  # the opponent's move was applied
     right.play(chess.Move.from_uci("a1a8"))
     assert right.solved is True
 
-    other_mate = evaluate.PuzzleRun(_puzzle("c7c6 a1a8"))
+    other_mate = PuzzleRun(_puzzle("c7c6 a1a8"))
     other_mate.play(chess.Move.from_uci("b1b8"))
     assert other_mate.solved is True  # any checkmate counts
 
-    wrong = evaluate.PuzzleRun(_puzzle("c7c6 a1a8"))
+    wrong = PuzzleRun(_puzzle("c7c6 a1a8"))
     wrong.play(chess.Move.from_uci("a1a2"))
     assert wrong.solved is False
 
     # a longer line: our move, the opponent's reply from the line, our next move
-    longer = evaluate.PuzzleRun(_puzzle("c7c6 a1a7 h8g8 a7a8"))
+    longer = PuzzleRun(_puzzle("c7c6 a1a7 h8g8 a7a8"))
     longer.play(chess.Move.from_uci("a1a7"))
     assert longer.solved is None and longer.board.peek().uci() == "h8g8"
     longer.play(chess.Move.from_uci("a7a8"))
@@ -106,8 +106,8 @@ def test_puzzle_rules() -> None:
 
 
 def test_puzzle_report_bands() -> None:
-    puzzles = [evaluate.Puzzle(str(r), MATE_FEN, [], r) for r in (800, 999, 1000, 1700, 2600)]
-    report = evaluate.puzzle_report(puzzles, [True, False, True, True, False])
+    puzzles = [Puzzle(str(r), MATE_FEN, [], r) for r in (800, 999, 1000, 1700, 2600)]
+    report = puzzle_report(puzzles, [True, False, True, True, False])
     assert report["accuracy"] == pytest.approx(0.6)
     assert report["bands"] == {
         "<1000": {"count": 2, "accuracy": 0.5},

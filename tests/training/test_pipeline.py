@@ -11,7 +11,7 @@ import chess
 import onnx
 import pytest
 
-from oneply.arena import DEV_PUZZLES
+from oneply.arena.puzzles import DEV_PUZZLES
 from oneply.engine.cli import main
 from oneply.engine.inference import Scorer
 from oneply.training import pipeline

@@ -10,11 +10,11 @@ from pathlib import Path
 import chess
 import pytest
 
-from oneply.arena import DEV_PUZZLES
+from oneply.arena.puzzles import DEV_PUZZLES
 from oneply.engine.cli import run_reporting
-from oneply.engine.tokenizer import tokenize
+from oneply.engine.tokenizer import position_key, tokenize
 from oneply.training import positions
-from oneply.training.dataset import DatasetError, position_key, puzzle_keys
+from oneply.training.dataset import DatasetError, puzzle_keys
 from tests.conftest import REPO
 
 
