@@ -48,7 +48,8 @@ from oneply.arena.puzzles import read_puzzles, solve_puzzles
 from oneply.arena.settings import DEFAULT_BOOK
 from oneply.engine.inference import MoveScore, MoveScorer
 from oneply.engine.model_file import add_model_argument
-from oneply.engine.policy import MovePolicy, PolicyConfig
+from oneply.engine.policy import MovePolicy
+from oneply.engine.policy_config import PolicyConfig
 from oneply.engine.stockfish import close_stockfish, multipv_scores, open_stockfish
 from oneply.engine.values import cp_to_win, quantise
 

@@ -218,7 +218,8 @@ def solve_dev_puzzles(
     """Puzzle accuracy by rating band: plain argmax, and the full move policy (no sampling:
     a puzzle asks for the best move); with `search_nodes`, each move searched that far."""
     from oneply.engine.inference import MoveScorer, Scorer
-    from oneply.engine.policy import MovePolicy, PolicyConfig
+    from oneply.engine.policy import MovePolicy
+    from oneply.engine.policy_config import PolicyConfig
     from oneply.engine.search import SearchScorer
 
     puzzles = read_puzzles(Path(path), limit)

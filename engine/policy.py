@@ -89,8 +89,6 @@ from oneply.engine.stockfish import (
 )
 from oneply.engine.values import sample_softmax
 
-__all__ = ["Decision", "MovePolicy", "PolicyConfig", "find_stockfish"]
-
 log = logging.getLogger("oneply.policy")
 
 ENV_SEED = "ONEPLY_SEED"

@@ -35,14 +35,10 @@ from dataclasses import asdict, fields
 from pathlib import Path
 
 from oneply.arena.puzzles import DEV_PUZZLES
+from oneply.arena.settings import DEBIAN_BOOKS
 from oneply.engine.stockfish import LOOKUP_TEXT
 from oneply.training.dataset import puzzle_keys, remove_stale_temporaries
-from oneply.training.openings import (
-    DEFAULT_BOOKS,
-    DEFAULT_ECO,
-    check_books,
-    load_eco_lines,
-)
+from oneply.training.openings import DEFAULT_ECO, check_books, load_eco_lines
 from oneply.training.scored_games import GameSettings
 from oneply.training.shard_writer import (
     MANIFEST,
@@ -82,7 +78,7 @@ def checked_inputs(
 
     They are checked before anything is written: a failed start must not leave a manifest
     whose settings then refuse the corrected command."""
-    books = [str(p) for p in (args.book or [p for p in DEFAULT_BOOKS if p.exists()])]
+    books = [str(p) for p in (args.book or [p for p in DEBIAN_BOOKS if p.exists()])]
     check_books(books)
     eco = load_eco_lines(Path(args.eco) if args.eco else None)
     engine = StockfishScorer(args.stockfish)

@@ -16,9 +16,7 @@ import chess.pgn
 import chess.polyglot
 
 from oneply.arena.openings import weighted_walk
-from oneply.arena.settings import DEBIAN_BOOKS
 
-DEFAULT_BOOKS = DEBIAN_BOOKS
 DEFAULT_ECO = Path("/usr/share/pgn-extract/eco.pgn")
 
 

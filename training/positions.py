@@ -49,6 +49,7 @@ import chess.polyglot
 from tqdm import tqdm
 
 from oneply.arena.puzzles import DEV_PUZZLES
+from oneply.arena.settings import DEBIAN_BOOKS
 from oneply.engine.errors import CommandError
 from oneply.engine.files import write_json_atomic
 from oneply.engine.stockfish import (
@@ -62,7 +63,6 @@ from oneply.engine.tokenizer import fen_key, position_key, tokenize
 from oneply.engine.values import score_to_win
 from oneply.training.dataset import DatasetError, puzzle_keys
 from oneply.training.openings import (
-    DEFAULT_BOOKS,
     DEFAULT_ECO,
     OpeningsError,
     check_books,
@@ -312,7 +312,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--books",
         nargs="*",
         type=Path,
-        default=[p for p in DEFAULT_BOOKS if p.exists()],
+        default=[p for p in DEBIAN_BOOKS if p.exists()],
         help="polyglot opening books (default: the Debian ones that exist)",
     )
     parser.add_argument(

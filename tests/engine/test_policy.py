@@ -17,10 +17,14 @@ from oneply.engine.policy import (
     ENV_SEED,
     SAFETY_S,
     MovePolicy,
-    PolicyConfig,
     own_moves_played,
 )
-from oneply.engine.policy_config import POLICY_OPTIONS, PolicyOptionError, policy_from_mapping
+from oneply.engine.policy_config import (
+    POLICY_OPTIONS,
+    PolicyConfig,
+    PolicyOptionError,
+    policy_from_mapping,
+)
 
 SLOW_STOCKFISH = Path(__file__).parents[1] / "helpers" / "engines" / "slow_stockfish.py"
 

@@ -161,12 +161,13 @@ def _mistakes(settings, games: int) -> tuple[int, float, float]:
     """(moves, share losing >= 0.2 of win probability, share missing a winning capture so)."""
     import chess.polyglot
 
-    from oneply.training.openings import DEFAULT_BOOKS, DEFAULT_ECO, load_eco_lines
+    from oneply.arena.settings import DEBIAN_BOOKS
+    from oneply.training.openings import DEFAULT_ECO, load_eco_lines
     from oneply.training.scored_games import GamePlayer
     from oneply.training.stockfish_scorer import StockfishScorer
 
     engine = StockfishScorer(stockfish_path())
-    books = [chess.polyglot.open_reader(p) for p in DEFAULT_BOOKS if p.exists()]
+    books = [chess.polyglot.open_reader(p) for p in DEBIAN_BOOKS if p.exists()]
     player = GamePlayer(settings, engine, books, load_eco_lines(DEFAULT_ECO))
     moves = blunders = missed = 0
     try:
@@ -245,7 +246,7 @@ def test_inspect_records_agree_with_a_fresh_stockfish_and_the_table_counts(
 
 
 def test_unreadable_book_or_eco_file_is_a_clear_error(tmp_path: Path, capsys) -> None:
-    from oneply.training.openings import DEFAULT_BOOKS
+    from oneply.arena.settings import DEBIAN_BOOKS
 
     out = tmp_path / "d"
     not_a_book = tmp_path / "book.bin"
@@ -267,7 +268,7 @@ def test_unreadable_book_or_eco_file_is_a_clear_error(tmp_path: Path, capsys) ->
     )
     assert "ECO file" in capsys.readouterr().err
     assert not list(out.iterdir())  # nothing written, so the fixed command is not refused
-    book = next(p for p in DEFAULT_BOOKS if p.exists())
+    book = next(p for p in DEBIAN_BOOKS if p.exists())
     assert (
         generate.run(generate_args("--out", str(out), "--count", "5", *FAST, "--book", str(book)))
         == 0
