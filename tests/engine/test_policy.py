@@ -373,7 +373,7 @@ def test_slow_wrapper_is_a_working_stockfish_that_holds_go_back(monkeypatch, sto
 
 
 def test_uci_engine_announces_the_policy_options():
-    from oneply.engine.uci import Option
+    from oneply.engine.uci_input import Option
 
     lines = [Option(*spec).announce() for spec in MovePolicy.UCI_OPTIONS]
     assert "option name RepetitionDamping type check default true" in lines

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from oneply.engine.moves import legal_move_ids
-from oneply.engine.tokenizer import tokenize
+from oneply.engine.tokenizer import position_key, tokenize
 from oneply.training.compact import fen_of_tokens
 from oneply.training.dataset import (
     AnnotatedDataset,
@@ -18,7 +18,6 @@ from oneply.training.dataset import (
     Shard,
     find_shards,
     is_validation,
-    position_key,
     puzzle_keys,
     write_compact_shard,
     write_shard,
