@@ -11,24 +11,14 @@ the search.
 
 from __future__ import annotations
 
-import argparse
 import math
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from oneply.arena.plots import pyplot
-from oneply.arena.strength import SuiteResult, portable_path, run_suite
 
-
-def run_curve(args: argparse.Namespace, model: str, nodes: list[int]) -> list[SuiteResult]:
-    """The suite at each node budget, in order; stops early (keeping what was played) when a
-    point is interrupted."""
-    points = []
-    for budget in nodes:
-        points.append(run_suite(args, model, budget, cap_games=True))
-        if points[-1].interrupted:
-            break
-    return points
+if TYPE_CHECKING:  # the suite runs the points (strength.nodes_curve); this module shows them
+    from oneply.arena.strength import SuiteResult
 
 
 def _accuracy(result: SuiteResult, kind: str) -> float | None:
@@ -37,9 +27,10 @@ def _accuracy(result: SuiteResult, kind: str) -> float | None:
 
 
 def curve_json(model: str, points: list[SuiteResult]) -> dict[str, Any]:
-    """What the PNG shows, as numbers: per budget, rating with its 95% interval, puzzles."""
+    """What the PNG shows, as numbers: per budget, rating with its 95% interval, puzzles
+    (`model` as the results file should name it)."""
     return {
-        "model": portable_path(model),
+        "model": model,
         "points": [
             {
                 "nodes": p.search_nodes,

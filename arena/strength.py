@@ -393,10 +393,15 @@ def nodes_curve(args: argparse.Namespace) -> int:
     """--nodes-curve: the suite at each budget, its table, JSON and plot."""
     from oneply.arena import search_curve as curve
 
-    points = curve.run_curve(args, args.model, args.nodes_curve)
+    points = []
+    for budget in args.nodes_curve:
+        points.append(run_suite(args, args.model, budget, cap_games=True))
+        if points[-1].interrupted:  # keep what was played
+            break
     print(curve.curve_table(points))
     if args.curve_json:
-        match.write_json(args.curve_json, curve.curve_json(args.model, points))
+        data = curve.curve_json(portable_path(args.model), points)
+        match.write_json(args.curve_json, data)
         print(f"  wrote {args.curve_json}")
     if args.curve_plot and curve.plot_curve(args.curve_plot, args.model, points):
         print(f"  wrote {args.curve_plot}")
