@@ -24,6 +24,16 @@ from oneply.engine.tokenizer import STATE_LENGTH, VOCAB_SIZE
 
 #: BOS + the state tokens, then one move token
 SEQ_LENGTH = STATE_LENGTH + 2
+#: BOS + the state tokens: the whole sequence of a state-value or policy model
+STATE_SEQ_LENGTH = STATE_LENGTH + 1
+#: what a model predicts (the paper's three predictors; config ``predictor``):
+#: ``av`` the win probability of each given move (K bins per move, the original format);
+#: ``sv`` the win probability of the position for the side to move (K bins per position);
+#: ``bc`` a distribution over the given (legal) moves, trained on Stockfish's best move.
+#: sv and bc read the state only: no move token, so no move embeddings or move facts.
+PREDICTORS = ("av", "sv", "bc")
+#: a bc model's logit for a padded move slot: nothing after the softmax (finite: no NaN)
+PAD_LOGIT = -1e9
 #: the config flags that add or change parts; the parity test runs their combinations
 FLAGS: dict[str, tuple[Any, ...]] = {
     "move_features": (False, True),  # from/to-square and promotion embeddings on the move
@@ -57,16 +67,33 @@ def _block(i: int, d: int, widening: int) -> list[Param]:
     ]
 
 
+def predictor_of(config: Mapping[str, Any]) -> str:
+    """The config's predictor (``av`` when absent: every file before format 5)."""
+    predictor = str(config.get("predictor") or "av")
+    if predictor not in PREDICTORS:
+        raise ValueError(f"unknown predictor {predictor!r}; expected one of {PREDICTORS}")
+    return predictor
+
+
 def parameters(config: Mapping[str, Any]) -> list[Param]:
     """Every weight of a model with this config (ModelConfig fields)."""
     d, bins = int(config["width"]), int(config.get("num_bins", 128))
-    params = [
-        Param("bos", (d,)),
-        Param("pos_embed", (SEQ_LENGTH, d)),
-        Param("state_embed.weight", (VOCAB_SIZE, d)),
-        Param("move_embed.weight", (NUM_MOVES, d)),
-    ]
-    if config.get("move_features"):
+    predictor = predictor_of(config)
+    if predictor != "av":  # the state alone: no move token, so no move weights
+        bins = NUM_MOVES if predictor == "bc" else bins  # bc: one logit per move id
+        params = [
+            Param("bos", (d,)),
+            Param("pos_embed", (STATE_SEQ_LENGTH, d)),
+            Param("state_embed.weight", (VOCAB_SIZE, d)),
+        ]
+    else:
+        params = [
+            Param("bos", (d,)),
+            Param("pos_embed", (SEQ_LENGTH, d)),
+            Param("state_embed.weight", (VOCAB_SIZE, d)),
+            Param("move_embed.weight", (NUM_MOVES, d)),
+        ]
+    if config.get("move_features") and predictor == "av":
         params += [
             Param("from_embed.weight", (64, d)),
             Param("to_embed.weight", (64, d)),
@@ -87,6 +114,8 @@ def parameters(config: Mapping[str, Any]) -> list[Param]:
     ]
     features = config.get("features") or ()
     for table, declared in (("square_fact_embed", SQUARE_FACTS), ("move_fact_embed", MOVE_FACTS)):
+        if declared is MOVE_FACTS and predictor != "av":
+            continue
         _, rows = table_offsets(features, declared)
         if rows:
             params.append(Param(f"{table}.weight", (rows, d)))
@@ -101,6 +130,7 @@ def linear_names(config: Mapping[str, Any]) -> set[str]:
 def structure(config: Mapping[str, Any]) -> dict[str, Any]:
     """What decides the graph beyond the weights' shapes: the FLAGS, normalised."""
     return {
+        "predictor": predictor_of(config),
         "move_features": bool(config.get("move_features", False)),
         "piece_features": bool(config.get("piece_features", True)),
         "mirror": bool(config.get("mirror", False)),

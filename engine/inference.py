@@ -7,12 +7,26 @@ each move's bin distribution into an expected win.
 Code that only needs scores takes a `MoveScorer` (the protocol below), not the ONNX class:
 the bot's batcher, the puzzle solver and the arena's play-outs then run just as well on a
 torch model in training (training/validation.py) or on Stockfish (arena/policy_eval.py).
+
+Every predictor (engine/architecture.PREDICTORS, the model file's ``predictor``) gives the same
+thing, a score per legal move, so the move policy and everything above it work unchanged
+(:func:`score_positions`):
+
+- ``av``: the move's expected win (the model scores every legal move; the original format).
+- ``sv``: 1 − the expected win of the position after the move, for the opponent: every child
+  position of every board is scored in one batched call, and the move that leaves the
+  opponent worst off ranks first. A move that checkmates scores 1.0 and one that stalemates
+  0.5 (positions without legal moves, which the model never saw, are not asked about).
+- ``bc``: the policy's probability of the move among the legal moves (softmax of its logits).
+  It is not a win probability: where a policy rule needs an expected win (repetition damping
+  and draws score 0.5, the Stockfish fallback's 0.99 threshold, opening sampling's
+  softmax(score / temperature)), a bc model's probability stands in for it.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -21,7 +35,7 @@ import chess
 import numpy as np
 import onnxruntime as ort
 
-from oneply.engine.features import encode_facts
+from oneply.engine.features import encode_facts, square_facts
 from oneply.engine.model_file import ModelFileError, ModelInfo, parse_metadata, resolve_model_path
 from oneply.engine.moves import MOVE_INDEX
 from oneply.engine.tokenizer import tokenize
@@ -97,9 +111,12 @@ class EncodedBatch:
         return [self.states, self.ids, *facts]
 
 
-def encode_batch(boards: Sequence[chess.Board], facts: bool = False) -> EncodedBatch:
+def encode_batch(
+    boards: Sequence[chess.Board], facts: bool = False, move_facts: bool = True
+) -> EncodedBatch:
     """State tokens [B, 77], padded move ids [B, N], each board's legal moves, and with
-    `facts` the engine/features.py facts (computed once per position, here)."""
+    `facts` the engine/features.py facts (computed once per position, here; without
+    `move_facts` only the square facts, all a state-only sv or bc model reads)."""
     moves = [list(board.legal_moves) for board in boards]
     width = max(1, max(len(m) for m in moves))
     ids = np.full((len(boards), width), PAD_MOVE, dtype=np.int64)
@@ -108,7 +125,79 @@ def encode_batch(boards: Sequence[chess.Board], facts: bool = False) -> EncodedB
     states = np.stack([tokenize(board) for board in boards])
     if not facts:
         return EncodedBatch(states, ids, moves)
+    if not move_facts:
+        squares = np.stack([square_facts(board) for board in boards]).astype(np.int64)
+        return EncodedBatch(states, ids, moves, squares)
     return EncodedBatch(states, ids, moves, *encode_facts(boards, moves, width))
+
+
+def encode_states(boards: Sequence[chess.Board], facts: bool = False) -> EncodedBatch:
+    """What an sv model reads: state tokens [B, 77] and with `facts` the square facts; no moves
+    (ids is [B, 0])."""
+    states = np.stack([tokenize(board) for board in boards])
+    ids = np.zeros((len(boards), 0), dtype=np.int64)
+    squares = None
+    if facts:
+        squares = np.stack([square_facts(board) for board in boards]).astype(np.int64)
+    return EncodedBatch(states, ids, [[] for _ in boards], squares)
+
+
+#: runs a model on an encoded batch: log-probs [B, N, K] (av), [B, K] (sv) or [B, N] (bc)
+Runner = Callable[[EncodedBatch], np.ndarray]
+
+
+def score_positions(
+    boards: Sequence[chess.Board], predictor: str, facts: bool, run: Runner
+) -> list[list[MoveScore]]:
+    """Every legal move of each board scored by a model of this predictor (the module
+    docstring says how), each list best first; one model call. `run` runs the model (an
+    onnxruntime session, or a torch model in training)."""
+    if not boards:
+        return []
+    if predictor == "sv":
+        return _score_children(boards, facts, run)
+    encoded = encode_batch(boards, facts=facts, move_facts=predictor == "av")
+    if not any(encoded.moves):
+        return [[] for _ in boards]
+    out = run(encoded)
+    if predictor == "bc":
+        return ranked_moves(encoded.moves, np.exp(out.astype(np.float64)))
+    return ranked_moves(encoded.moves, expected_win(out))
+
+
+#: what a move that ends the game is worth to its player: checkmate wins, stalemate draws
+MATE_WIN, STALEMATE_WIN = 1.0, 0.5
+
+
+def _score_children(
+    boards: Sequence[chess.Board], facts: bool, run: Runner
+) -> list[list[MoveScore]]:
+    """sv: each move's score is 1 − the child position's value (for the side to move there);
+    all children of all boards in one call."""
+    moves = [list(board.legal_moves) for board in boards]
+    wins = [np.zeros(len(legal)) for legal in moves]
+    asked: list[chess.Board] = []
+    slots: list[tuple[int, int]] = []
+    for row, (board, legal) in enumerate(zip(boards, moves, strict=True)):
+        for col, move in enumerate(legal):
+            child = board.copy(stack=False)
+            child.push(move)
+            if child.is_checkmate():
+                wins[row][col] = MATE_WIN
+            elif not any(child.generate_legal_moves()):
+                wins[row][col] = STALEMATE_WIN
+            else:
+                asked.append(child)
+                slots.append((row, col))
+    if asked:
+        values = expected_win(run(encode_states(asked, facts)))
+        for (row, col), value in zip(slots, values, strict=True):
+            wins[row][col] = 1.0 - float(value)
+    width = max(1, max(len(legal) for legal in moves))
+    table = np.zeros((len(boards), width))
+    for row, row_wins in enumerate(wins):
+        table[row, : len(row_wins)] = row_wins
+    return ranked_moves(moves, table)
 
 
 class Scorer:
@@ -139,6 +228,11 @@ class Scorer:
         """Whether the model reads the engine/features.py facts (format version 4)."""
         return bool(self.info.features)
 
+    @property
+    def predictor(self) -> str:
+        """What the model predicts: ``av``, ``sv`` or ``bc`` (module docstring)."""
+        return self.info.predictor
+
     def log_probs(
         self,
         states: np.ndarray,
@@ -147,8 +241,11 @@ class Scorer:
         move_facts: np.ndarray | None = None,
     ) -> np.ndarray:
         """Raw model output [B, N, K] for token batches (one session run); a model that reads
-        facts needs them (encode_batch(..., facts=True))."""
-        feeds = {"state": states, "moves": move_ids}
+        facts needs them (encode_batch(..., facts=True)). sv models give [B, K] (they take no
+        moves: move_ids is not fed), bc models [B, N] (docs/FORMAT.md §4)."""
+        feeds = {"state": states}
+        if "moves" in self._input_names:
+            feeds["moves"] = move_ids
         for name, array in (("square_facts", square_facts), ("move_facts", move_facts)):
             if name in self._input_names:
                 if array is None:
@@ -166,12 +263,9 @@ class Scorer:
 
         A position without legal moves gets an empty list.
         """
-        if not boards:
-            return []
-        encoded = encode_batch(boards, facts=self.reads_facts)
-        if not any(encoded.moves):
-            return [[] for _ in boards]
-        return ranked_moves(encoded.moves, expected_win(self.log_probs(*encoded.arrays())))
+        return score_positions(
+            boards, self.predictor, self.reads_facts, lambda e: self.log_probs(*e.arrays())
+        )
 
 
 def ranked_moves(moves: list[list[chess.Move]], wins: np.ndarray) -> list[list[MoveScore]]:

@@ -11,7 +11,8 @@ Metadata properties (ONNX `metadata_props`, all strings):
 ``oneply.layout``           ``shared`` or ``per_move`` (see engine/graph.py)
 ``oneply.num_bins``         K, the number of value bins (128)
 ``oneply.preset``           size preset name (``9m``, ``tiny``, ...)
-``oneply.config``           JSON: ModelConfig (layers, heads, width, …, mirror)
+``oneply.config``           JSON: ModelConfig (layers, heads, width, …, mirror, predictor)
+``oneply.predictor``        ``av``, ``sv`` or ``bc`` (absent: ``av``); agrees with the config
 ``oneply.trained``          ``true`` or ``false`` (an untrained placeholder)
 ``oneply.quantization``     ``fp32`` or ``int8``
 ``oneply.training``         JSON training summary (data, steps, time), optional
@@ -29,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from oneply.engine.architecture import PREDICTORS
 from oneply.engine.features import FeatureError, check_names
 from oneply.engine.values import NUM_BINS
 
@@ -41,8 +43,11 @@ from oneply.engine.values import NUM_BINS
 #: refuse them instead of building them wrongly.
 #: 4: the graph may read hand-computed facts (config ``features``, engine/features.py) from two
 #: more inputs, ``square_facts`` and ``move_facts``; older readers would not pass them.
-FORMAT_VERSION = "4"
-READABLE_VERSIONS = ("1", "2", "3", "4")
+#: 5: the model may predict a position's value (``sv``: no ``moves`` input, output [B, K]) or a
+#: move distribution (``bc``: output [B, N]) instead of action values (config ``predictor``);
+#: older readers would read either output as action values. Action-value files keep 2–4.
+FORMAT_VERSION = "5"
+READABLE_VERSIONS = ("1", "2", "3", "4", "5")
 ENV_VAR = "ONEPLY_MODEL"
 REPO_ROOT = Path(__file__).resolve().parent.parent
 BUNDLED_MODEL = REPO_ROOT / "models" / "oneply-small.onnx"
@@ -75,13 +80,19 @@ class ModelInfo:
         return self.path.name
 
     @property
+    def predictor(self) -> str:
+        """What the model predicts (engine/architecture.PREDICTORS); ``av`` before format 5."""
+        return str(self.config.get("predictor") or "av")
+
+    @property
     def features(self) -> tuple[str, ...]:
         """The hand-computed facts the model reads (engine/features.py); () for none."""
         return tuple(self.config.get("features", ()))
 
     def describe(self) -> str:
         state = "trained" if self.trained else "UNTRAINED placeholder (plays random-quality moves)"
-        return f"{self.name} ({self.preset}, {self.layout}, {self.quantization}, {state})"
+        kind = "" if self.predictor == "av" else f"{self.predictor}, "
+        return f"{self.name} ({kind}{self.preset}, {self.layout}, {self.quantization}, {state})"
 
     def to_metadata(self) -> dict[str, str]:
         """The metadata_props that describe this model (used by export)."""
@@ -91,6 +102,7 @@ class ModelInfo:
             "num_bins": str(self.num_bins),
             "preset": self.preset,
             "config": json.dumps(self.config, sort_keys=True),
+            "predictor": self.predictor,
             "trained": "true" if self.trained else "false",
             "quantization": self.quantization,
         }
@@ -106,8 +118,10 @@ class ModelInfo:
 def written_version(config: dict[str, Any]) -> str:
     """The oldest format version that describes a model of this config (older readers keep
     reading every file that does not need the newer one)."""
-    if config.get("features"):
+    if (config.get("predictor") or "av") != "av":
         return FORMAT_VERSION
+    if config.get("features"):
+        return "4"
     return "3" if config.get("mirror") else "2"
 
 
@@ -158,6 +172,13 @@ def parse_metadata(path: Path, props: dict[str, str]) -> ModelInfo:
     if num_bins != NUM_BINS:
         raise ModelFileError(
             f"{path}: model has K={num_bins} value bins, this oneply expects K={NUM_BINS}."
+        )
+    predictor = ours.get("predictor", "av")
+    if predictor not in PREDICTORS or (config.get("predictor") or "av") != predictor:
+        raise ModelFileError(
+            f"{path}: predictor {predictor!r} with config predictor "
+            f"{config.get('predictor') or 'av'!r} (expected one of {', '.join(PREDICTORS)}, "
+            "the same in both)."
         )
     layout = ours.get("layout", "")
     if layout not in ("shared", "per_move"):

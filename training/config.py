@@ -30,7 +30,8 @@ class TrainConfig:
     weight_decay: float = 0.01
     grad_clip: float = 1.0
     ema_decay: float = 0.99
-    target: str = "hl_gauss"  # or "one_hot"
+    predictor: str = "av"  # av, sv or bc (engine/architecture.PREDICTORS; training/targets.py)
+    target: str = "hl_gauss"  # or "one_hot"; the value loss of av and sv
     sigma: float = HL_GAUSS_SIGMA  # HL-Gauss standard deviation, in bin widths
     rank_weight: float = 0.0  # weight of the listwise ranking loss (training/targets.py)
     rank_temperature: float = 0.05  # its softmax temperature, in win-probability units
@@ -58,6 +59,7 @@ def check_compatible(saved: TrainConfig, wanted: TrainConfig) -> None:
     fixed = (
         "preset",
         "layout",
+        "predictor",
         "batch",
         "seed",
         "target",

@@ -1,5 +1,9 @@
 """`oneply train fit`: train the action-value transformer on annotated shards.
 
+``--predictor sv|bc`` trains the paper's other two predictors on the same shards instead:
+the position's value (its best move's value, HL-Gauss or one-hot per ``--target``) or the best
+move (cross-entropy over the legal moves); training/targets.py. Their loss is per position.
+
 One readable loop (nanoGPT style)::
 
     for step in range(start, steps):
@@ -46,6 +50,7 @@ import torch.distributed as dist
 from tqdm import tqdm
 
 from oneply.arena.puzzles import DEV_PUZZLES, read_puzzles
+from oneply.engine.architecture import PREDICTORS
 from oneply.engine.errors import CommandError
 from oneply.training.batches import Batch, collate
 from oneply.training.checkpoints import State, build_state, save_checkpoint, trim_metrics
@@ -54,7 +59,8 @@ from oneply.training.data_feed import DataFeed
 from oneply.training.device import autocast, bf16_supported, init_distributed
 from oneply.training.model import LAYOUTS, PRESETS
 from oneply.training.optim import learning_rate
-from oneply.training.targets import action_hits, forward, objective
+from oneply.training.targets import forward, label_count, objective
+from oneply.training.targets import hits as predictor_hits
 from oneply.training.train_bench import benchmark
 from oneply.training.validation import append_metrics, plot_metrics, puzzle_check, validate
 from oneply.training.warm_start import run_architecture
@@ -66,7 +72,7 @@ def train_step(ddp, state: State, batch: Batch, config: TrainConfig, device, bf1
     for group in state.optimizer.param_groups:
         group["lr"] = lr
     parts = batch.split(config.micro_batch or config.batch)
-    values = batch.action_values  # one host sync per step, not one per micro-batch
+    values = batch.action_values  # one host sync per step, not one per micro-batch (av)
     positions = len(batch.states)
     total_loss = torch.zeros((), device=device)
     hits = torch.zeros((), device=device)
@@ -79,7 +85,7 @@ def train_step(ddp, state: State, batch: Batch, config: TrainConfig, device, bf1
             total, loss = objective(log_probs, part, config, values, positions)
             total.backward()
         total_loss += loss.detach()
-        hits += action_hits(log_probs.detach(), part.wins, part.mask).sum()
+        hits += predictor_hits(log_probs.detach(), part, config.predictor).sum()
     torch.nn.utils.clip_grad_norm_(state.model.parameters(), config.grad_clip)
     state.optimizer.step()
     state.optimizer.zero_grad(set_to_none=True)
@@ -118,6 +124,7 @@ def train(config: TrainConfig, resume: bool = True, quiet: bool = False) -> dict
         "preset": config.preset,
         "parameters": state.model.num_parameters(),
         "layout": config.layout,
+        "predictor": config.predictor,
         "target": config.target,
         "init": config.init,
         "data": [str(Path(d)) for d in config.data],
@@ -137,7 +144,7 @@ def train(config: TrainConfig, resume: bool = True, quiet: bool = False) -> dict
             append_metrics(out / METRICS, feed.describe(state.step))
 
     bar = tqdm(total=config.steps, initial=state.step, unit="step", disable=quiet or not info.main)
-    window = {"loss": 0.0, "hits": 0.0, "values": 0, "positions": 0}
+    window = {"loss": 0.0, "hits": 0.0, "values": 0, "positions": 0, "labels": 0}
     clock = time.perf_counter()
     state.model.train()
     while state.step < config.steps:
@@ -148,6 +155,7 @@ def train(config: TrainConfig, resume: bool = True, quiet: bool = False) -> dict
         window["hits"] += hits
         window["values"] += batch.action_values
         window["positions"] += len(batch.states)
+        window["labels"] += label_count(batch, config.predictor)
         bar.update(1)
         step, done = state.step, state.step == config.steps
 
@@ -157,7 +165,7 @@ def train(config: TrainConfig, resume: bool = True, quiet: bool = False) -> dict
             row = {
                 "step": step,
                 "split": "train",
-                "loss": window["loss"] / max(1, window["values"]),
+                "loss": window["loss"] / max(1, window["labels"]),
                 "accuracy": window["hits"] / max(1, window["positions"]),
                 "lr": learning_rate(step - 1, config),
                 "action_values_per_s": round(window["values"] * info.world / seconds, 1),
@@ -272,7 +280,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--weight-decay", type=float, default=d.weight_decay)
     parser.add_argument("--grad-clip", type=float, default=d.grad_clip)
     parser.add_argument("--ema-decay", type=float, default=d.ema_decay)
-    parser.add_argument("--target", choices=("hl_gauss", "one_hot"), default=d.target)
+    parser.add_argument(
+        "--predictor",
+        choices=PREDICTORS,
+        default=d.predictor,
+        help="what the model predicts: av the value of every legal move (default), sv the "
+        "position's value (its best move's), bc the best move (the paper's three predictors)",
+    )
+    parser.add_argument(
+        "--target",
+        choices=("hl_gauss", "one_hot"),
+        default=d.target,
+        help="the value loss of av and sv (bc: cross-entropy over the legal moves)",
+    )
     parser.add_argument("--sigma", type=float, default=d.sigma, help="HL-Gauss σ in bin widths")
     parser.add_argument(
         "--rank-weight",
@@ -374,6 +394,8 @@ def run(args: argparse.Namespace) -> int:
     if not args.data:
         raise CommandError("give one or more annotated shard directories (oneply train annotate)")
     config = config_from_args(args)
+    if config.predictor != "av" and config.rank_weight:
+        raise CommandError("--rank-weight ranks action values: it needs --predictor av")
     summary = train(config, resume=args.resume, quiet=args.quiet)
     if int(os.environ.get("RANK", "0")) == 0:
         print(f"checkpoint: {Path(config.out) / CHECKPOINT} (step {summary['steps']})")

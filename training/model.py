@@ -33,6 +33,13 @@ afterwards. Each fact is a small integer; one embedding table per kind (squares,
 a block of rows per fact, and a token gets the sum of its facts' rows. The tables start at zero,
 so a model warm-started from one without them computes exactly what its source computes.
 
+With ``predictor`` ``sv`` (state value) or ``bc`` (behavioural cloning), the paper's two other
+predictors, the model reads the state alone — [BOS, 77 state tokens], full attention — and its
+head reads the last state token: ``sv`` gives K value bins for the position (side to move),
+``bc`` one logit per move id, of which the moves asked about (the legal ones) are picked and
+log-softmaxed. Neither has a move token, so move ids, move features and move facts are not
+part of them (engine/architecture.py).
+
 Parameter names are the ONNX initializer names (see engine/graph.py), Linear weights
 transposed.
 """
@@ -47,11 +54,19 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from oneply.engine.architecture import SEQ_LENGTH, check_weights, linear_names
+from oneply.engine.architecture import (
+    PAD_LOGIT,
+    PREDICTORS,
+    SEQ_LENGTH,
+    STATE_SEQ_LENGTH,
+    check_weights,
+    linear_names,
+)
 from oneply.engine.features import (
     ALL_FACTS,
     MOVE_FACTS,
     SQUARE_FACTS,
+    SQUARE_NAMES,
     TOKEN_SQUARE,
     channels,
     check_names,
@@ -99,9 +114,18 @@ class ModelConfig:
     #: the hand-computed facts the network reads (engine/features.py names; empty: none, files
     #: that read some are format version 4)
     features: tuple[str, ...] = ()
+    #: what it predicts (engine/architecture.PREDICTORS): ``av`` action values, ``sv`` the
+    #: position's value, ``bc`` a move distribution; sv and bc files are format version 5
+    predictor: str = "av"
 
     def __post_init__(self) -> None:  # JSON gives a list, in any order: one canonical tuple
         object.__setattr__(self, "features", check_names(self.features))
+        if self.predictor not in PREDICTORS:
+            raise ValueError(f"unknown predictor {self.predictor!r}; expected one of {PREDICTORS}")
+        if self.predictor != "av":  # no move token: the move options do not apply
+            object.__setattr__(self, "move_features", False)
+            squares = tuple(f for f in self.features if f in SQUARE_NAMES)
+            object.__setattr__(self, "features", squares)
 
     @property
     def square_fact_channels(self) -> list[int]:
@@ -118,7 +142,12 @@ class ModelConfig:
         return self.width // self.heads
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        """The fields; ``predictor`` only when it is not ``av``, so an action-value model's
+        config (checkpoints, file metadata) is what it was before there were predictors."""
+        values = asdict(self)
+        if self.predictor == "av":
+            del values["predictor"]
+        return values
 
 
 #: every preset has move features, the side-to-move view and the facts of engine/features.py:
@@ -215,11 +244,14 @@ class ActionValueModel(nn.Module):
         super().__init__()
         self.config = config
         d = config.width
+        action_value = config.predictor == "av"
         self.state_embed = nn.Embedding(VOCAB_SIZE, d)
-        self.move_embed = nn.Embedding(NUM_MOVES, d)
+        if action_value:
+            self.move_embed = nn.Embedding(NUM_MOVES, d)
         self.bos = nn.Parameter(torch.zeros(d))
         # initialised like the embeddings: at zero every position looks the same at the start
-        self.pos_embed = nn.Parameter(torch.randn(SEQ_LENGTH, d) * 0.02)
+        length = SEQ_LENGTH if action_value else STATE_SEQ_LENGTH
+        self.pos_embed = nn.Parameter(torch.randn(length, d) * 0.02)
         if config.move_features:
             self.from_embed = nn.Embedding(64, d)
             self.to_embed = nn.Embedding(64, d)
@@ -245,7 +277,7 @@ class ActionValueModel(nn.Module):
                 self.register_buffer(name, torch.as_tensor(table), persistent=False)
         self.blocks = nn.ModuleList(Block(config) for _ in range(config.layers))
         self.final_ln = nn.LayerNorm(d)
-        self.head = nn.Linear(d, config.num_bins)
+        self.head = nn.Linear(d, NUM_MOVES if config.predictor == "bc" else config.num_bins)
         self.apply(self._init)
         for name, p in self.named_parameters():  # GPT-2 style scaled init of residual outputs
             if name.endswith(("proj.weight", "w2.weight")):
@@ -298,11 +330,14 @@ class ActionValueModel(nn.Module):
         """Rows with black to move ([B, 1] `black`) → the colour-flipped position and moves
         (engine/mirror.py); white rows unchanged. Padded slots of black rows get a real id:
         their output is ignored as before."""
+        flipped_moves = self.mirror_move[moves.clamp(min=0)]
+        return self._mirror_state(state, black), torch.where(black, flipped_moves, moves)
+
+    def _mirror_state(self, state: torch.Tensor, black: torch.Tensor) -> torch.Tensor:
         code = self.castling_bit[state[:, FIELDS["castling"]]].sum(1, keepdim=True)
         extended = torch.cat([state, code], dim=1)
         flipped = self.state_map[extended[:, self.state_source] + self.state_map_offset]
-        flipped_moves = self.mirror_move[moves.clamp(min=0)]
-        return torch.where(black, flipped, state), torch.where(black, flipped_moves, moves)
+        return torch.where(black, flipped, state)
 
     def _state(
         self, state: torch.Tensor, square_facts: torch.Tensor | None, black: torch.Tensor | None
@@ -358,7 +393,7 @@ class ActionValueModel(nn.Module):
     def forward(
         self,
         state: torch.Tensor,
-        moves: torch.Tensor,
+        moves: torch.Tensor | None,
         layout: str = "shared",
         square_facts: torch.Tensor | None = None,
         move_facts: torch.Tensor | None = None,
@@ -367,7 +402,13 @@ class ActionValueModel(nn.Module):
 
         Padded move slots (id < 0) produce values that callers must ignore. A model with
         ``features`` needs the facts of engine/features.py for the real position and moves.
+
+        ``sv``: [B, K] for each position (`moves` unused, may be None; no layout). ``bc``:
+        [B, N] log-probabilities of the given moves among themselves (padded slots get none).
         """
+        if self.config.predictor != "av":
+            return self._forward_state(state, moves, square_facts)
+        assert moves is not None, "an action-value model scores moves: pass them"
         black = None
         if self.config.mirror:
             black = state[:, FIELDS["side"]] == BLACK_TOKEN  # [B, 1]
@@ -387,3 +428,25 @@ class ActionValueModel(nn.Module):
         else:
             raise ValueError(f"unknown layout {layout!r}; expected one of {LAYOUTS}")
         return F.log_softmax(self.head(self.final_ln(xm)).float(), dim=-1)
+
+    def _forward_state(
+        self, state: torch.Tensor, moves: torch.Tensor | None, square_facts: torch.Tensor | None
+    ) -> torch.Tensor:
+        """sv and bc: [BOS, state] with full attention, the head on the last state token."""
+        black = None
+        if self.config.mirror:
+            black = state[:, FIELDS["side"]] == BLACK_TOKEN  # [B, 1]
+            state = self._mirror_state(state, black)
+        x = self._state(state, square_facts, black)
+        for block in self._layers():
+            x = block.forward_full(x)
+        out = self.head(self.final_ln(x[:, -1])).float()  # [B, K] or [B, NUM_MOVES]
+        if self.config.predictor == "sv":
+            return F.log_softmax(out, dim=-1)
+        if moves is None:
+            raise ValueError("a bc model ranks the moves it is given: pass them")
+        ids = moves.clamp(min=0)
+        if black is not None:  # the head speaks of the flipped board's moves
+            ids = torch.where(black, self.mirror_move[ids], ids)
+        logits = out.gather(1, ids).masked_fill(moves < 0, PAD_LOGIT)
+        return F.log_softmax(logits, dim=-1)

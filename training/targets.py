@@ -1,5 +1,19 @@
 """What the model is trained to predict and how it is scored: HL-Gauss / one-hot targets over
-the value bins, the masked cross-entropy, and action accuracy."""
+the value bins, the masked cross-entropy, and action accuracy.
+
+The three predictors (``--predictor``, engine/architecture.PREDICTORS) train on the same shards,
+whose rows hold every legal move's win probability:
+
+- ``av``: each move's value, HL-Gauss (or one-hot) over the K bins; loss per action value.
+- ``sv``: the position's value for the side to move = its best move's value, HL-Gauss (or
+  one-hot) over the K bins; loss per position.
+- ``bc``: the best move (the first legal move with the highest value), cross-entropy over the
+  legal moves; loss per position.
+
+Accuracy (``hits``): ``av`` and ``bc`` — is the move the model ranks first among Stockfish's
+best (within BEST_TOLERANCE)? The same measure for both. ``sv`` sees no moves in training, so its
+accuracy is a value accuracy: is the expected value within VALUE_TOLERANCE of Stockfish's? (Its
+action accuracy needs every child scored: the puzzle check does that.)"""
 
 from __future__ import annotations
 
@@ -17,6 +31,9 @@ from oneply.engine.values import (
 )
 from oneply.training.batches import Batch
 from oneply.training.config import TrainConfig
+
+#: sv "accuracy": the expected value within this much of Stockfish's (win probability)
+VALUE_TOLERANCE = 0.05
 
 
 def hl_gauss_targets(
@@ -59,8 +76,31 @@ def action_hits(log_probs: torch.Tensor, wins: torch.Tensor, mask: torch.Tensor)
     return chosen >= best - BEST_TOLERANCE
 
 
+def predictor_of(model) -> str:
+    """The predictor of a model, also when wrapped (DistributedDataParallel's ``module``)."""
+    return str(getattr(model, "module", model).config.predictor)
+
+
+def position_values(batch: Batch) -> torch.Tensor:
+    """[B] each position's value for the side to move: its best legal move's value (sv)."""
+    return batch.wins.masked_fill(~batch.mask, -1.0).max(dim=1).values
+
+
+def best_slots(batch: Batch) -> torch.Tensor:
+    """[B] the slot of each position's best move, the first of equals (the bc target)."""
+    return batch.wins.masked_fill(~batch.mask, -1.0).argmax(dim=1)
+
+
+def label_count(batch: Batch, predictor: str) -> int:
+    """What the reported loss is averaged over: action values (av) or positions (sv, bc)."""
+    return batch.action_values if predictor == "av" else len(batch.states)
+
+
 def forward(model, batch: Batch, layout: str) -> torch.Tensor:
-    """Log-probs [B, N, K]; per_move runs only the real (position, move) pairs."""
+    """Log-probs [B, N, K]; per_move runs only the real (position, move) pairs. sv: [B, K],
+    bc: [B, N] (training/model.py; no layout)."""
+    if predictor_of(model) != "av":
+        return model(batch.states, batch.moves, layout, batch.square_facts, None)
     if layout == "shared":
         return model(batch.states, batch.moves, "shared", batch.square_facts, batch.move_facts)
     rows, cols = batch.mask.nonzero(as_tuple=True)
@@ -80,10 +120,31 @@ def move_losses(log_probs: torch.Tensor, batch: Batch, config: TrainConfig) -> t
     return per_move.masked_fill(~batch.mask, 0.0)
 
 
+def position_losses(log_probs: torch.Tensor, batch: Batch, config: TrainConfig) -> torch.Tensor:
+    """Cross-entropy [B] per position: sv against its value's bins, bc against its best move."""
+    if config.predictor == "sv":
+        targets = make_targets(position_values(batch), config)
+        return -(targets * log_probs.float()).sum(dim=-1)
+    return -log_probs.float().gather(1, best_slots(batch).unsqueeze(1)).squeeze(1)
+
+
 def loss_sum(log_probs: torch.Tensor, batch: Batch, config: TrainConfig) -> torch.Tensor:
-    """Summed cross-entropy over the real moves (the caller divides by their number): the
-    loss every run reports, whatever else it optimises."""
+    """Summed cross-entropy over the real moves (sv, bc: over the positions; the caller divides
+    by label_count): the loss every run reports, whatever else it optimises."""
+    if config.predictor != "av":
+        return position_losses(log_probs, batch, config).sum()
     return move_losses(log_probs, batch, config).sum()
+
+
+def hits(log_probs: torch.Tensor, batch: Batch, predictor: str) -> torch.Tensor:
+    """Per position, the accuracy of this module's docstring for the predictor."""
+    if predictor == "av":
+        return action_hits(log_probs, batch.wins, batch.mask)
+    if predictor == "sv":
+        return (expected_wins(log_probs.float()) - position_values(batch)).abs() <= VALUE_TOLERANCE
+    chosen = log_probs.float().masked_fill(~batch.mask, float("-inf")).argmax(dim=1, keepdim=True)
+    best = position_values(batch)
+    return batch.wins.gather(1, chosen).squeeze(1) >= best - BEST_TOLERANCE
 
 
 def best_gaps(wins: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -118,7 +179,16 @@ def objective(
     The objective is the cross-entropy per action value, each position's moves weighted by
     1 + gap_weight · (best − second value), plus rank_weight × the ranking loss per position.
     `values` and `positions` count the whole step's batch (micro-batches add up to it).
+    sv and bc: the cross-entropy per position, weighted the same way (no ranking loss).
     """
+    if config.predictor != "av":
+        per_position = position_losses(log_probs, batch, config)
+        plain = per_position.sum()
+        if config.gap_weight:
+            per_position = per_position * (
+                1.0 + config.gap_weight * best_gaps(batch.wins, batch.mask)
+            )
+        return per_position.sum() / positions, plain
     per_move = move_losses(log_probs, batch, config)
     plain = per_move.sum()
     if config.gap_weight:

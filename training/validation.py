@@ -14,19 +14,18 @@ import torch
 
 from oneply.arena.puzzles import solve_puzzles
 from oneply.engine.files import atomic_path
-from oneply.engine.inference import MoveScore, encode_batch, ranked_moves
-from oneply.engine.values import expected_win
+from oneply.engine.inference import EncodedBatch, MoveScore, score_positions
 from oneply.training.batches import collate
 from oneply.training.config import TrainConfig
 from oneply.training.device import autocast
-from oneply.training.targets import action_hits, forward, loss_sum
+from oneply.training.targets import forward, hits, label_count, loss_sum, predictor_of
 
 
 @torch.no_grad()
 def validate(model, dataset, config: TrainConfig, device, bf16: bool) -> dict:
     """Loss and action accuracy over (up to val_positions of) the validation split."""
     count = min(len(dataset), config.val_positions)
-    total_loss = total_values = hits = 0.0
+    total_loss = total_labels = solved = 0.0
     for start in range(0, count, config.batch):
         rows = [dataset[i] for i in range(start, min(count, start + config.batch))]
         batch = collate(rows, facts=reads_facts(model))
@@ -35,9 +34,9 @@ def validate(model, dataset, config: TrainConfig, device, bf16: bool) -> dict:
             with autocast(device, bf16):
                 log_probs = forward(model, part, config.layout)
             total_loss += float(loss_sum(log_probs, part, config))
-            total_values += part.action_values
-            hits += float(action_hits(log_probs, part.wins, part.mask).sum())
-    return {"loss": total_loss / max(1, total_values), "accuracy": hits / max(1, count)}
+            total_labels += label_count(part, config.predictor)
+            solved += float(hits(log_probs, part, config.predictor).sum())
+    return {"loss": total_loss / max(1, total_labels), "accuracy": solved / max(1, count)}
 
 
 def reads_facts(model: Any) -> bool:
@@ -57,14 +56,16 @@ class TorchScorer:
 
     @torch.no_grad()
     def score_many(self, boards: Sequence[chess.Board]) -> list[list[MoveScore]]:
-        if not boards:
-            return []
-        encoded = encode_batch(boards, facts=reads_facts(self.model))
+        """The Scorer's rule for the model's predictor (engine/inference.score_positions)."""
+        predictor = predictor_of(self.model)
+        return score_positions(boards, predictor, reads_facts(self.model), self._run)
+
+    def _run(self, encoded: EncodedBatch) -> np.ndarray:
         inputs = [torch.from_numpy(a).to(self.device) for a in encoded.arrays()]
         with autocast(self.device, self.bf16):
             log_probs = self.model(*inputs[:2], self.layout, *inputs[2:])
-        moves = encoded.moves
-        return ranked_moves(moves, expected_win(log_probs.float().cpu().numpy()))
+        out: np.ndarray = log_probs.float().cpu().numpy()
+        return out
 
 
 def puzzle_check(model, puzzles: list, device, layout: str, bf16: bool) -> dict:

@@ -102,6 +102,8 @@ def init_model_config(source: InitSource, preset: str) -> tuple[ModelConfig, str
     if not preset:
         return source.config, source.preset
     wanted = PRESETS.get(preset)
+    if wanted is not None:  # the preset in the source's predictor (sv, bc drop move options)
+        wanted = replace(wanted, predictor=source.config.predictor)
     if wanted is None or not _upgrades(source.config, wanted):
         raise CommandError(
             f"--init {source.path} is a {source.preset!r} model ({source.config}), but --preset "
@@ -155,6 +157,15 @@ def run_architecture(
     if config.init:
         source = load_init(config.init)
         model_config, preset = init_model_config(source, config.preset)
+        if model_config.predictor != config.predictor:
+            raise CommandError(
+                f"--init {source.path} is a {model_config.predictor!r} model; it cannot start a "
+                f"--predictor {config.predictor} run (give --predictor {model_config.predictor})"
+            )
         return replace(config, preset=preset), model_config, source
     preset = config.preset or DEFAULT_PRESET
-    return replace(config, preset=preset), PRESETS[preset], None
+    return (
+        replace(config, preset=preset),
+        replace(PRESETS[preset], predictor=config.predictor),
+        None,
+    )
