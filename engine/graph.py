@@ -13,6 +13,13 @@ they feed MatMul directly. Graph contract (docs/FORMAT.md §4):
 * input ``square_facts``: int64 [B, 64, S] and ``move_facts``: int64 [B, N, M], only in models
   that read hand-computed facts (config ``features``, engine/features.py, format version 4);
 * output ``log_probs``: float32 [B, N, K]; rows of padded slots are meaningless.
+
+Models of the paper's other predictors (config ``predictor``, format version 5) read the state
+alone, [BOS, 77 state tokens] with full attention, and apply the head to the last state token:
+``sv`` has no ``moves`` input and gives ``log_probs`` [B, K], the position's value bins for the
+side to move; ``bc`` gives ``log_probs`` [B, N], the log-softmax over the given moves of the
+head's logits for their ids (padded slots get nothing). Neither has a layout: both build the
+same graph.
 """
 
 from __future__ import annotations
@@ -28,7 +35,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-from oneply.engine.architecture import check_weights, structure
+from oneply.engine.architecture import PAD_LOGIT, check_weights, structure
 from oneply.engine.features import (
     MOVE_FACTS,
     SQUARE_FACTS,
@@ -88,6 +95,7 @@ class _Builder:
         self.g = _Graph(weights)
         parts = structure(config)  # engine/architecture.py: which optional parts there are
         self.features: tuple[str, ...] = parts["features"]
+        self.predictor: str = parts["predictor"]
         #: [B, 1] bool "black to move" of the real position, set by mirror()
         self.black: str | None = None
         self.heads = int(config["heads"])
@@ -132,6 +140,18 @@ class _Builder:
     def mirror(self, state: str, moves: str) -> tuple[str, str]:
         """Config ``mirror``: rows with black to move → the colour-flipped position and moves
         (engine/mirror.py, the same operations as ActionValueModel._mirror); white rows pass."""
+        flipped = self.mirror_state(state)
+        return flipped, self.mirror_moves(moves)
+
+    def mirror_moves(self, moves: str) -> str:
+        """Each move id of a black row → the rank-flipped move's (after mirror_state)."""
+        g = self.g
+        assert self.black is not None
+        flipped_moves = g.op("Gather", g.const(MIRROR_MOVE), g.op("Max", moves, g.const(0)))
+        return g.op("Where", self.black, flipped_moves, moves)
+
+    def mirror_state(self, state: str) -> str:
+        """Rows with black to move → the colour-flipped position; sets ``black``."""
         g = self.g
 
         def field(name: str) -> str:  # [B, width] tokens of one field
@@ -147,8 +167,7 @@ class _Builder:
         )
         black = g.op("Equal", field("side"), g.const(BLACK_TOKEN))  # [B, 1]
         self.black = black
-        flipped_moves = g.op("Gather", g.const(MIRROR_MOVE), g.op("Max", moves, g.const(0)))
-        return g.op("Where", black, flipped, state), g.op("Where", black, flipped_moves, moves)
+        return g.op("Where", black, flipped, state)
 
     def embed_state(self, state: str) -> str:
         """[B, 77] → [B, 78, D]: BOS + state embeddings + positions 0..77."""
@@ -238,6 +257,25 @@ class _Builder:
             xm = self.mlp(g.op("Add", xm, self.merge_heads(move_out, p)), p)
         return self.head(xm)
 
+    def state_only(self, state: str, moves: str | None) -> str:
+        """sv and bc: [BOS, state] with full attention, the head on the last state token."""
+        g = self.g
+        x = self.embed_state(state)  # [B, 78, D]
+        for i in range(self.layers):
+            p = f"blocks.{i}"
+            q, k, v = self.split_heads(self.layer_norm(x, f"{p}.ln1"), p)
+            x = self.mlp(g.op("Add", x, self.merge_heads(self.attend(q, k, v), p)), p)
+        last = g.op("Gather", x, g.const(PREFIX - 1), axis=1)  # [B, D]
+        logits = g.op("MatMul", self.layer_norm(last, "final_ln"), "head.weight")
+        logits = g.op("Add", logits, "head.bias")  # [B, K] or [B, NUM_MOVES]
+        if moves is None:
+            return g.op("LogSoftmax", logits, axis=-1)
+        ids = self.mirror_moves(moves) if self.black is not None else moves
+        picked = g.op("GatherElements", logits, g.op("Max", ids, g.const(0)), axis=1)  # [B, N]
+        padded = g.op("Less", moves, g.const(0))
+        picked = g.op("Where", padded, g.const(PAD_LOGIT, np.float32), picked)
+        return g.op("LogSoftmax", picked, axis=-1)
+
     def per_move(self, state: str, moves: str) -> str:
         g = self.g
         moves_shape = g.op("Shape", moves)  # [B, N]
@@ -281,19 +319,22 @@ def build_model(
         )
     builder = _Builder(weights, config)
     mirror = structure(config)["mirror"]
-    inputs = builder.mirror("state", "moves") if mirror else ("state", "moves")
-    output = getattr(builder, layout)(*inputs)
-    builder.g.nodes.append(helper.make_node("Identity", [output], ["log_probs"]))
     num_bins = int(weights["head.bias"].shape[0])
+    shape: list[str | int] = ["batch", "moves", num_bins]
+    if builder.predictor == "av":
+        inputs = builder.mirror("state", "moves") if mirror else ("state", "moves")
+        output = getattr(builder, layout)(*inputs)
+    else:
+        state = builder.mirror_state("state") if mirror else "state"
+        moves = "moves" if builder.predictor == "bc" else None
+        output = builder.state_only(state, moves)
+        shape = ["batch", "moves"] if moves else ["batch", num_bins]
+    builder.g.nodes.append(helper.make_node("Identity", [output], ["log_probs"]))
     graph = helper.make_graph(
         builder.g.nodes,
-        f"oneply_{layout}",
+        f"oneply_{layout}" if builder.predictor == "av" else f"oneply_{builder.predictor}",
         _inputs(builder),
-        [
-            helper.make_tensor_value_info(
-                "log_probs", TensorProto.FLOAT, ["batch", "moves", num_bins]
-            )
-        ],
+        [helper.make_tensor_value_info("log_probs", TensorProto.FLOAT, shape)],
         builder.g.initializers,
     )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)])
@@ -304,18 +345,17 @@ def build_model(
 
 
 def _inputs(builder: _Builder) -> list[onnx.ValueInfoProto]:
-    """state and moves; the fact inputs only for a model that reads them."""
-    inputs = [
-        helper.make_tensor_value_info("state", TensorProto.INT64, ["batch", STATE_LENGTH]),
-        helper.make_tensor_value_info("moves", TensorProto.INT64, ["batch", "moves"]),
-    ]
+    """state and moves (not for sv); the fact inputs only for a model that reads them."""
+    inputs = [helper.make_tensor_value_info("state", TensorProto.INT64, ["batch", STATE_LENGTH])]
+    if builder.predictor != "sv":
+        inputs.append(helper.make_tensor_value_info("moves", TensorProto.INT64, ["batch", "moves"]))
     if channels(builder.features, SQUARE_FACTS):
         inputs.append(
             helper.make_tensor_value_info(
                 "square_facts", TensorProto.INT64, ["batch", 64, "square_channels"]
             )
         )
-    if channels(builder.features, MOVE_FACTS):
+    if channels(builder.features, MOVE_FACTS) and builder.predictor == "av":
         inputs.append(
             helper.make_tensor_value_info(
                 "move_facts", TensorProto.INT64, ["batch", "moves", "move_channels"]

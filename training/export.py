@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import onnx
 
-from oneply.engine.architecture import linear_names
+from oneply.engine.architecture import PREDICTORS, linear_names
 from oneply.engine.errors import CommandError
 from oneply.engine.graph import build_model, quantize_int8
 from oneply.engine.model_file import ModelInfo
@@ -54,8 +54,13 @@ def export_model(
     metrics: dict | None = None,
     int8: bool = False,
 ) -> ModelInfo:
-    """Write `model` (an ActionValueModel) as a oneply ONNX file; returns its metadata."""
+    """Write `model` (an ActionValueModel) as a oneply ONNX file; returns its metadata.
+
+    sv and bc models read the state alone and have no layout (engine/graph.py): they are
+    recorded as ``shared``, whatever `layout` says."""
     config = model.config
+    if config.predictor != "av":
+        layout = "shared"
     info = ModelInfo(
         path=Path(path),
         layout=layout,
@@ -110,14 +115,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="export a randomly initialised model of this size preset (a placeholder)",
     )
     parser.add_argument("--seed", type=int, default=0, help="initialisation seed for --untrained")
+    parser.add_argument(
+        "--predictor",
+        choices=PREDICTORS,
+        default="av",
+        help="with --untrained: what the placeholder predicts (a checkpoint knows its own)",
+    )
     parser.add_argument("-o", "--output", required=True, help="ONNX file to write")
     parser.add_argument("--layout", choices=("shared", "per_move"), default="shared")
     parser.add_argument("--int8", action="store_true", help="dynamically quantize weights to int8")
     parser.add_argument("--no-ema", action="store_true", help="export raw weights, not EMA")
 
 
-def untrained_model(preset: str, seed: int = 0):
-    """A freshly initialised model of a size preset, for placeholders and tests."""
+def untrained_model(preset: str, seed: int = 0, predictor: str = "av"):
+    """A freshly initialised model of a size preset (as this predictor), for placeholders and
+    tests."""
+    from dataclasses import replace
+
     import torch
 
     from oneply.training.model import PRESETS, ActionValueModel
@@ -125,12 +139,12 @@ def untrained_model(preset: str, seed: int = 0):
     if preset not in PRESETS:
         raise CommandError(f"unknown preset {preset!r}; choose from {', '.join(PRESETS)}")
     torch.manual_seed(seed)
-    return ActionValueModel(PRESETS[preset]).eval()
+    return ActionValueModel(replace(PRESETS[preset], predictor=predictor)).eval()
 
 
 def run(args: argparse.Namespace) -> int:
     if args.untrained:
-        model = untrained_model(args.untrained, args.seed)
+        model = untrained_model(args.untrained, args.seed, args.predictor)
         checkpoint = {"preset": args.untrained, "trained": False}
     else:
         model, checkpoint = load_checkpoint_model(args.checkpoint, use_ema=not args.no_ema)

@@ -51,3 +51,18 @@ def scores_by_move(model, board: chess.Board, layout: str) -> dict[str, np.ndarr
     black = board.turn == chess.BLACK
     keys = [MOVES[MIRROR_MOVE[move_id(m)]] if black else m.uci() for m in moves[0]]
     return dict(zip(keys, out, strict=True))
+
+
+def predictor_model(predictor: str, seed: int = 3, **changes):
+    """A tiny ActionValueModel of a predictor (av, sv, bc) with fact tables that matter."""
+    import dataclasses
+
+    import torch
+
+    from oneply.training.model import PRESETS, ActionValueModel
+
+    torch.manual_seed(seed)
+    config = dataclasses.replace(PRESETS["tiny"], predictor=predictor, **changes)
+    model = ActionValueModel(config).eval()
+    randomise_fact_tables(model)
+    return model
