@@ -25,6 +25,9 @@ from oneply.bot.config_checks import (
     build,
     check_chat_template,
     check_executable,
+    check_importable,
+    check_polyglot_book,
+    check_syzygy_directory,
     check_url,
     check_writable_directory,
     lichess_host,
@@ -82,6 +85,27 @@ class SearchConfig:
 
 
 @dataclass
+class PolyglotConfig:
+    """An opening book (bot/book.py), lichess-bot's `engine.polyglot` keys: the first book
+    that knows the position gives the move, for the first `max_depth` plies of a game."""
+
+    enabled: bool = False
+    book: list[str] = listing(list, 20, MAX_PATH)
+    selection: str = "weighted_random"  # weighted_random, uniform_random or best_move
+    max_depth: int = bound(20, 1, 1000)
+
+
+@dataclass
+class SyzygyConfig:
+    """Local Syzygy tablebases (bot/book.py), lichess-bot's `engine.lichess_bot_tbs.syzygy`:
+    winning moves from the tables, and only drawing moves in a drawn position."""
+
+    enabled: bool = False
+    paths: list[str] = listing(list, 20, MAX_PATH)
+    max_pieces: int = bound(7, 3, 7)
+
+
+@dataclass
 class EngineConfig:
     """The model and the move policy. `policy` is parsed and checked by the engine's one
     parser of policy settings (engine/policy_config.py), the same that serves UCI."""
@@ -95,6 +119,8 @@ class EngineConfig:
     stockfish_path: str = bound("", 0, MAX_PATH)  # empty: find_stockfish looks for it
     fallback_time: float = bound(0.05, 0.001, 60)
     search: SearchConfig = field(default_factory=SearchConfig)
+    polyglot: PolyglotConfig = field(default_factory=PolyglotConfig)
+    syzygy: SyzygyConfig = field(default_factory=SyzygyConfig)
 
 
 @dataclass
@@ -118,6 +144,33 @@ class ChallengeConfig:
     max_games: int = bound(4, 1, 100)
 
 
+def _numbers(default: list[int], high: int) -> Any:
+    """A list-of-integers field of 1 to `high` entries (each checked in _check_values)."""
+    return field(default_factory=lambda: list(default), metadata={"low": 1, "high": high})
+
+
+@dataclass
+class MatchmakingConfig:
+    """Challenging online bots when idle (bot/matchmaking.py), lichess-bot's `matchmaking:`
+    names. Off by default. Times: `challenge_timeout` and `decline_delay` in minutes (as
+    lichess-bot), `challenge_interval` and `challenge_expiry` in seconds."""
+
+    allow_matchmaking: bool = False
+    challenge_timeout: float = bound(30.0, 0, 10**5)
+    challenge_initial_time: list[int] = _numbers([60, 180], 20)
+    challenge_increment: list[int] = _numbers([1, 2], 20)
+    challenge_variant: str = "standard"
+    challenge_mode: str = "random"
+    opponent_min_rating: int = bound(600, 0, 10**4)
+    opponent_max_rating: int = bound(4000, 0, 10**4)
+    opponent_rating_difference: int | None = bound(None, 0, 10**4)
+    block_list: list[str] = listing(list, 10**5, 100)
+    decline_delay: float = bound(60.0, 0, 10**6)
+    challenge_interval: float = bound(60.0, 0, 86400)
+    challenge_expiry: float = bound(25.0, 1, 3600)
+    online_bots_limit: int = bound(200, 1, 5000)
+
+
 @dataclass
 class GreetingConfig:
     """Chat messages; {opponent}, {me} and {model} are replaced. Empty = say nothing.
@@ -127,6 +180,18 @@ class GreetingConfig:
     goodbye: str = "Good game, {opponent}!"
     hello_spectators: str = "{me} is oneply: one forward pass per move, no search."
     goodbye_spectators: str = "Thanks for watching!"
+
+
+@dataclass
+class ChatConfig:
+    """Chat commands (bot/chat.py): `!help`, `!name`, `!eval`, `!queue`, `!games` and the
+    operator's own from `modules` (Python modules imported at start-up). `!eval` answers only
+    in `eval_rooms`; one reply per room every `reply_interval` seconds at most."""
+
+    commands: bool = True
+    eval_rooms: list[str] = listing(lambda: ["spectator"], 2, 20)
+    reply_interval: float = bound(2.0, 0, 3600)
+    modules: list[str] = listing(list, 20, 200)
 
 
 @dataclass
@@ -149,6 +214,15 @@ class ResignConfig:
 
 
 @dataclass
+class ShutdownConfig:
+    """The graceful stop (first SIGTERM or Ctrl-C): games are finished for at most `timeout`
+    seconds (those in their first moves are aborted), then the bot exits; a second signal
+    exits at once. Docker's stop timeout must be longer (README, "Stopping the bot")."""
+
+    timeout: float = bound(300.0, 0, 86400)
+
+
+@dataclass
 class BotConfig:
     token: str = bound("", 0, 1000)
     url: str = bound(LICHESS_URL, 0, 2000)
@@ -158,9 +232,12 @@ class BotConfig:
     rate_limit: RateLimitConfig = field(default_factory=RateLimitConfig)
     engine: EngineConfig = field(default_factory=EngineConfig)
     challenge: ChallengeConfig = field(default_factory=ChallengeConfig)
+    matchmaking: MatchmakingConfig = field(default_factory=MatchmakingConfig)
     greeting: GreetingConfig = field(default_factory=GreetingConfig)
+    chat: ChatConfig = field(default_factory=ChatConfig)
     draw: DrawConfig = field(default_factory=DrawConfig)
     resign: ResignConfig = field(default_factory=ResignConfig)
+    shutdown: ShutdownConfig = field(default_factory=ShutdownConfig)
 
     def __repr__(self) -> str:  # never show the token in logs or tracebacks
         return f"BotConfig(url={self.url!r}, token={'set' if self.token else 'unset'})"
@@ -216,8 +293,63 @@ def _check_values(config: BotConfig) -> None:
         )
     for name in ("hello", "goodbye", "hello_spectators", "goodbye_spectators"):
         check_chat_template(f"greeting.{name}", getattr(config.greeting, name))
+    _check_matchmaking(config.matchmaking)
+    _check_book_and_tables(engine)
+    for room in config.chat.eval_rooms:
+        require("chat.eval_rooms", room in ("player", "spectator"), "player and/or spectator", room)
+    for module in config.chat.modules:
+        check_importable("chat.modules", module)
     check_writable_directory("pgn_directory", config.pgn_directory)
     check_executable("engine.stockfish_path", engine.stockfish_path)
+
+
+def _check_book_and_tables(engine: EngineConfig) -> None:
+    selections = ("weighted_random", "uniform_random", "best_move")
+    selection = engine.polyglot.selection
+    require("engine.polyglot.selection", selection in selections, f"one of {selections}", selection)
+    if engine.polyglot.enabled:
+        require("engine.polyglot.book", bool(engine.polyglot.book), "at least one book file", [])
+        for book in engine.polyglot.book:
+            check_polyglot_book("engine.polyglot.book", book)
+    if engine.syzygy.enabled:
+        require("engine.syzygy.paths", bool(engine.syzygy.paths), "at least one folder", [])
+        for directory in engine.syzygy.paths:
+            check_syzygy_directory("engine.syzygy.paths", directory)
+
+
+def _check_matchmaking(mm: MatchmakingConfig) -> None:
+    require(
+        "matchmaking.opponent_min_rating",
+        mm.opponent_min_rating <= mm.opponent_max_rating,
+        "at most matchmaking.opponent_max_rating",
+        mm.opponent_min_rating,
+    )
+    for limit in mm.challenge_initial_time:
+        require("matchmaking.challenge_initial_time", 0 <= limit <= 10800, "0-10800 s", limit)
+    for increment in mm.challenge_increment:
+        require("matchmaking.challenge_increment", 0 <= increment <= 180, "0-180 s", increment)
+    # Lichess forbids UltraBullet for bots: every clock of the lists must last >= 30 s
+    fastest = min(mm.challenge_initial_time) + 40 * min(mm.challenge_increment)
+    require(
+        "matchmaking.challenge_initial_time",
+        fastest >= 30,
+        "slower than UltraBullet with every increment (initial + 40 x increment >= 30 s; "
+        "Lichess forbids UltraBullet for bots)",
+        mm.challenge_initial_time,
+    )
+    require(
+        "matchmaking.challenge_variant",
+        mm.challenge_variant == "standard",
+        "standard",
+        mm.challenge_variant,
+    )
+    modes = ("casual", "rated", "random")
+    require(
+        "matchmaking.challenge_mode",
+        mm.challenge_mode in modes,
+        f"one of {modes}",
+        mm.challenge_mode,
+    )
 
 
 def startup_warnings(config: BotConfig) -> list[str]:

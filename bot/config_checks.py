@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import importlib
 import math
 import os
 import re
@@ -267,3 +268,43 @@ def check_chat_template(path: str, template: str) -> None:
             f"config key {path!r}: unknown field {{{quote(unknown[0])}}}; use "
             "{opponent}, {me} or {model}"
         )
+
+
+def check_importable(path: str, module: str) -> None:
+    """An operator's chat-command module must import now (it registers its commands), not
+    fail in the middle of a game."""
+    try:
+        importlib.import_module(module)
+    except Exception as error:  # any failure of someone else's module, said in one line
+        raise ConfigError(
+            f"config key {path!r}: cannot import {quote(module)} "
+            f"({type(error).__name__}: {quote(str(error))}); it must be importable from the "
+            "bot's Python path (PYTHONPATH)"
+        ) from None
+
+
+def check_polyglot_book(path: str, book: str) -> None:
+    """A book file must exist and read as polyglot now, not fail at the first move."""
+    import chess
+    import chess.polyglot
+
+    try:
+        with chess.polyglot.open_reader(book) as reader:
+            list(reader.find_all(chess.Board()))
+    except (OSError, ValueError) as error:
+        raise ConfigError(
+            f"config key {path!r}: {quote(book)} is not a readable polyglot book "
+            f"({type(error).__name__})"
+        ) from None
+
+
+def check_syzygy_directory(path: str, directory: str) -> None:
+    """A tablebase folder must exist and hold Syzygy WDL tables (*.rtbw)."""
+    try:
+        names = os.listdir(directory)
+    except OSError as error:
+        raise ConfigError(
+            f"config key {path!r}: cannot read the folder {quote(directory)} ({error.strerror})"
+        ) from None
+    if not any(name.endswith(".rtbw") for name in names):
+        raise ConfigError(f"config key {path!r}: no Syzygy tables (*.rtbw) in {quote(directory)}")

@@ -13,7 +13,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +21,10 @@ import chess
 import chess.pgn
 from berserk.exceptions import ResponseError
 
+from oneply.bot import commands as _commands  # noqa: F401 - registers the built-in commands
 from oneply.bot.batcher import InferenceBatcher
+from oneply.bot.book import BookAndTables
+from oneply.bot.chat import Activity, ChatContext, Conversation
 from oneply.bot.config import BotConfig
 from oneply.bot.config_checks import MAX_CHAT
 from oneply.bot.lichess import Lichess, RateLimited, is_transient, status_of
@@ -92,6 +95,9 @@ class Services:
     fallback: Fallback
     new_policy: Callable[[], MovePolicy]
     model_name: str = "oneply"
+    engine_line: str = "oneply"  # what !name says: engine, model, parameter count
+    activity: Callable[[], Activity] = field(default=lambda: Activity(games=[], max_games=0))
+    book: BookAndTables | None = None  # engine.polyglot and engine.syzygy, when enabled
 
 
 class Game:
@@ -116,6 +122,7 @@ class Game:
         self.abort_timer: threading.Timer | None = None
         self.pgn_path: Path | None = None
         self.tree: TreeSearch | None = None  # engine.search's look-ahead, kept move to move
+        self.conversation = Conversation(services.config.chat, services.lichess.username)
 
     @property
     def finished(self) -> bool:
@@ -178,7 +185,7 @@ class Game:
             elif kind == "gameState":
                 self._on_state(event, policy)
             elif kind == "chatLine":
-                log.info("event=chat game=%s user=%s", self.id, event.get("username"))
+                self._on_chat(event)
             elif kind == "opponentGone":
                 log.info("event=opponent_gone game=%s gone=%s", self.id, event.get("gone"))
             if self.finished or self.stop.is_set():
@@ -225,8 +232,16 @@ class Game:
         """(move, expected win or None, rule): the policy on the model's scores; on any
         failure a fallback move, so that a bug never loses a game on time."""
         deadline = time.monotonic() + budget
+        from_files = self.s.book.choose(board) if self.s.book is not None else None
+        if from_files is not None and from_files.move is not None:
+            return from_files.move, None, from_files.rule
         try:
             scores = self._scores(board, budget)
+            if from_files is not None:  # a drawn ending: the model picks among the draws
+                allowed = set(from_files.allowed)
+                kept = [score for score in scores if score.move in allowed]
+                if kept:
+                    return kept[0].move, kept[0].win, from_files.rule
             decision = policy.choose(board, scores, deadline)
             return decision.move, decision.win, decision.rule
         except Exception as error:
@@ -335,11 +350,49 @@ class Game:
     def _abort_if_idle(self) -> None:
         if self.finished or self.opponent_has_moved():
             return
-        log.info("event=abort game=%s reason=no_first_move", self.id)
+        self.abort("no_first_move")
+
+    def abortable(self) -> bool:
+        """Lichess lets a game be aborted until both sides have moved."""
+        start_ply = chess.Board(self.initial_fen).ply()
+        return bool(self.full) and not self.finished and self.board.ply() - start_ply < 2
+
+    def abort(self, reason: str) -> None:
+        log.info("event=abort game=%s reason=%s", self.id, reason)
         try:
             self.s.lichess.abort(self.id)
         except Exception as error:
             log.warning("event=abort_failed game=%s error=%r", self.id, error)
+
+    def _on_chat(self, line: dict[str, Any]) -> None:
+        """A chat line: logged, and answered when it is a command (bot/chat.py)."""
+        room, user = str(line.get("room", "player")), str(line.get("username", ""))
+        log.info("event=chat game=%s room=%s user=%s", self.id, room, user)
+        reply = self.conversation.reply(
+            self.id, room, user, str(line.get("text", "")), self._chat_context(room, user)
+        )
+        if reply:
+            try:
+                self.s.lichess.chat(self.id, reply, spectator=room == "spectator")
+            except Exception as error:  # chat is courtesy; never let it stop the game
+                log.warning("event=chat_failed game=%s error=%r", self.id, error)
+
+    def _chat_context(self, room: str, user: str) -> Callable[[list[str]], ChatContext]:
+        def make(args: list[str]) -> ChatContext:
+            return ChatContext(
+                game_id=self.id,
+                board=self.board.copy(),
+                room=room,
+                username=user,
+                args=args,
+                me=self.s.lichess.username,
+                engine=self.s.engine_line,
+                score=lambda board: self.s.batcher.score(board, timeout=5.0),
+                activity=self.s.activity,
+                config=self.s.config.chat,
+            )
+
+        return make
 
     def _say(self, player_text: str, spectator_text: str) -> None:
         names = {

@@ -317,6 +317,27 @@ class Lichess:
             return
         self.call("chat", self.client.bots.post_message, game_id, text, spectator)
 
+    # -- matchmaking ----------------------------------------------------------------------------
+
+    def online_bots(self, limit: int) -> list[dict[str, Any]]:
+        """The bots online now (/api/bot/online, NDJSON read to its end)."""
+        return self.retrying("online_bots", lambda: list(self.client.bots.get_online_bots(limit)))
+
+    def create_challenge(
+        self, username: str, rated: bool, limit: int, increment: int, variant: str
+    ) -> str:
+        """Challenge `username`; the new challenge's id. Not retried: a second POST after a
+        lost reply would send a second challenge."""
+        create = self.client.challenges.create
+        reply = self.call(
+            "challenge_create", create, username, rated, limit, increment, variant=variant
+        )
+        challenge = reply.get("challenge", reply) if isinstance(reply, dict) else {}
+        return str(challenge.get("id") or "")
+
+    def cancel_challenge(self, challenge_id: str) -> None:
+        self.retrying("challenge", self.client.challenges.cancel, challenge_id)
+
     def abort(self, game_id: str) -> None:
         self.retrying("abort", self.client.bots.abort_game, game_id)
 

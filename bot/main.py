@@ -1,9 +1,12 @@
 """`oneply bot`: play on Lichess as a BOT account, configured by config.yml.
 
-The main thread follows the account's event stream (challenges, game starts) and answers
+One thread follows the account's event stream (challenges, game starts) and answers
 challenges; each game runs in its own thread (bot/game.py); one inference worker batches the
 positions of all games (bot/batcher.py). On start-up and after every reconnect of the event
-stream, games already in progress are picked up from /api/account/playing.
+stream, games already in progress are picked up from /api/account/playing. The main thread
+supervises: it notices a fatal error of the event thread, and on SIGTERM/Ctrl-C it drains
+(bot/shutdown.py): no new challenges, games in their first moves aborted, the others finished
+within `shutdown.timeout`; a second signal exits at once.
 """
 
 from __future__ import annotations
@@ -16,11 +19,15 @@ import sys
 import threading
 from collections import deque
 from collections.abc import Callable
+from typing import Any
 
 from berserk.exceptions import ResponseError
 
 from oneply.bot.batcher import InferenceBatcher
+from oneply.bot.book import BookAndTables
 from oneply.bot.challenges import decline_reason
+from oneply.bot.chat import Activity
+from oneply.bot.commands import describe_engine
 from oneply.bot.config import (
     TOKEN_ENV,
     BotConfig,
@@ -31,7 +38,9 @@ from oneply.bot.config import (
 )
 from oneply.bot.game import Game, Services
 from oneply.bot.lichess import Lichess, RateLimited, SetupError, is_transient, status_of
+from oneply.bot.matchmaking import Matchmaker
 from oneply.bot.payloads import Account, Challenge, Event
+from oneply.bot.shutdown import StopRequest
 from oneply.engine.fallback import Fallback
 from oneply.engine.health import Heartbeat
 from oneply.engine.inference import MoveScorer
@@ -58,12 +67,17 @@ class Bot:
         self.lichess = lichess or Lichess(config)
         self.scorer = scorer
         self.stop_event = threading.Event()
+        self.stopping = StopRequest()
+        self.fatal: BaseException | None = None  # what ended the event thread, for run()
+        self._aborted_on_stop: set[str] = set()
         self.games: dict[str, tuple[Game, threading.Thread]] = {}
         self.accepted: set[str] = set()
         self.finished: deque[Game] = deque(maxlen=100)  # recent games, for inspection
         self._lock = threading.Lock()
         self.services: Services | None = None
         self.heartbeat = Heartbeat()
+        self.account: Account = {}
+        self.matchmaker = Matchmaker(config, self.lichess, self.active_games, self.my_rating)
         self.lichess.on_event_stream_open(self.heartbeat.alive.set)
 
     # -- set-up -------------------------------------------------------------------------------
@@ -84,6 +98,10 @@ class Bot:
         wants_stockfish = engine.fallback == "stockfish"
         stockfish = find_stockfish(engine.stockfish_path) if wants_stockfish else None
         model_name = getattr(getattr(self.scorer, "path", None), "name", "oneply")
+        uses_files = engine.polyglot.enabled or engine.syzygy.enabled
+        book = BookAndTables(engine) if uses_files else None
+        if book is not None:
+            log.info("event=book_loaded %s", book.describe())
         self.services = Services(
             lichess=self.lichess,
             config=self.config,
@@ -91,6 +109,9 @@ class Bot:
             fallback=Fallback(stockfish, engine.fallback_time),
             new_policy=new_policy,
             model_name=model_name,
+            engine_line=describe_engine(self.scorer, self.config),
+            book=book,
+            activity=self.activity,
         )
         return self.services
 
@@ -102,21 +123,82 @@ class Bot:
         account = self._connect()
         if account is None:
             self.shutdown()
-            return 0
+            return self.stopping.exit_code()
         log.info("event=connected user=%s url=%s", account.get("username"), self.config.url)
+        self.account = account
         self.heartbeat.start()
+        events = threading.Thread(target=self._events_thread, name="events", daemon=True)
+        events.start()
+        if self.config.matchmaking.allow_matchmaking:
+            self.matchmaker.note_activity()  # idle counts from now
+            threading.Thread(
+                target=self.matchmaker.run,
+                args=(self._matchmaking_stopped, self.stop_event.wait),
+                name="matchmaking",
+                daemon=True,
+            ).start()
         try:
-            self._event_loop()
+            self._supervise(events)
         finally:
             self.shutdown()
-        return 0
+        return self.stopping.exit_code()
+
+    def _matchmaking_stopped(self) -> bool:
+        return self.stop_event.is_set() or self.stopping.draining.is_set()
+
+    def my_rating(self, speed: str) -> int | None:
+        """The account's rating at `speed`, as read at start-up (for opponent_rating_difference)."""
+        perfs: dict[str, Any] = self.account.get("perfs") or {}
+        rating = (perfs.get(speed) or {}).get("rating")
+        return rating if isinstance(rating, int) else None
+
+    def _events_thread(self) -> None:
+        try:
+            self._event_loop()
+        except BaseException as error:  # handed to the main thread, which raises it
+            self.fatal = error
+
+    def _supervise(self, events: threading.Thread) -> None:
+        """Wait for the end: a stop, a fatal error of the event thread, or a finished drain."""
+        while not self.stop_event.is_set():
+            if self.fatal is not None:
+                raise self.fatal
+            if not events.is_alive():
+                return
+            if self.stopping.forced.is_set():
+                self.stop_event.set()
+                return
+            if self.stopping.draining.is_set() and self._drained():
+                return
+            self.stop_event.wait(0.1)
+
+    def _drained(self) -> bool:
+        """One step of the drain: abort the games still in their first moves (once each);
+        True when no game is left, or when `shutdown.timeout` has passed."""
+        with self._lock:
+            running = [game for game, thread in self.games.values() if thread.is_alive()]
+        for game in running:
+            if game.id not in self._aborted_on_stop and game.abortable():
+                self._aborted_on_stop.add(game.id)
+                game.abort("shutdown")
+        if not running:
+            log.info("event=shutdown_done after_s=%.1f", self.stopping.elapsed())
+            return True
+        if self.stopping.elapsed() >= self.config.shutdown.timeout:
+            log.warning(
+                "event=shutdown_timeout after_s=%.1f games_left=%s (a restarted bot picks them up)",
+                self.stopping.elapsed(),
+                ",".join(game.id for game in running),
+            )
+            return True
+        return False
 
     def _connect(self) -> Account | None:
         """The account, retried with capped back-off while Lichess cannot be reached (a
         network outage at start-up is not a reason to exit); None when stopped meanwhile.
         A rejected token or a non-BOT account is a SetupError at once."""
         backoff = self.lichess.backoff()
-        while not self.stop_event.is_set():
+        while not self.stop_event.is_set() and not self.stopping.draining.is_set():
             try:
                 return self.lichess.check_bot_account()
             except SetupError:
@@ -190,10 +272,30 @@ class Bot:
             self.on_challenge(event.get("challenge") or {})
         elif kind == "gameStart":
             game = event.get("game") or {}
-            self.start_game(game.get("gameId") or game.get("id"))
+            game_id = game.get("gameId") or game.get("id")
+            self.matchmaker.on_game_start(str(game_id))
+            self.start_game(game_id)
         elif kind in ("gameFinish", "challengeCanceled", "challengeDeclined"):
             item = event.get("game") or event.get("challenge") or {}
             log.info("event=%s id=%s", kind, item.get("gameId") or item.get("id"))
+            if kind == "challengeDeclined":
+                self.matchmaker.on_declined(dict(event.get("challenge") or {}))
+            elif kind == "gameFinish":
+                self.matchmaker.note_activity()
+
+    def activity(self) -> Activity:
+        """What !games and !queue report."""
+        with self._lock:
+            running = [game for game, thread in self.games.values() if thread.is_alive()]
+        games = [
+            (g.id, str(g.opponent.get("name") or g.opponent.get("id") or "?")) for g in running
+        ]
+        return Activity(
+            games=games,
+            max_games=self.config.challenge.max_games,
+            draining=self.stopping.draining.is_set(),
+            matchmaking="on" if self.config.matchmaking.allow_matchmaking else "off",
+        )
 
     def active_games(self) -> int:
         with self._lock:
@@ -205,7 +307,10 @@ class Bot:
         challenger = (challenge.get("challenger") or {}).get("id")
         if challenge.get("direction") == "out" or challenger == self.lichess.username.lower():
             return  # our own challenge, echoed back
+        self.matchmaker.note_activity()
         reason = decline_reason(challenge, self.config.challenge, self.active_games())
+        if self.stopping.draining.is_set():
+            reason = "later"  # shutting down: no new games
         try:
             if reason is None:
                 with self._lock:
@@ -254,18 +359,26 @@ class Bot:
                     del self.games[game.id]  # a bot runs for weeks: do not keep every game
 
     def stop(self) -> None:
+        """Stop at once (tests, and the second signal): games are left where they are."""
         self.stop_event.set()
+
+    def request_stop(self, signum: int | None = None) -> None:
+        """The graceful stop (bot/shutdown.py): the first call drains, the second forces."""
+        self.stopping.request(signum)
 
     def shutdown(self) -> None:
         self.stop_event.set()
         self.heartbeat.stop()
         with self._lock:
             threads = [thread for _, thread in self.games.values()]
-        for thread in threads:
-            thread.join(timeout=2)
+        if not self.stopping.forced.is_set():  # forced: exit now, whatever the games do
+            for thread in threads:
+                thread.join(timeout=2)
         if self.services is not None:
             self.services.batcher.close()
             self.services.fallback.close()
+            if self.services.book is not None:
+                self.services.book.close()
 
 
 # -- the CLI ------------------------------------------------------------------------------------
@@ -358,7 +471,11 @@ def run(args: argparse.Namespace) -> int:
         if args.upgrade:
             return upgrade(lichess)
         bot = Bot(config, lichess=lichess)
-        return bot.run()
+        restore = bot.stopping.install()
+        try:
+            return bot.run()
+        finally:
+            restore()
     except (ConfigError, SetupError, ModelFileError) as error:
         print(f"oneply bot: {one_line(str(error), secrets)}", file=sys.stderr)
         return 2

@@ -56,6 +56,7 @@ class Account(TypedDict, total=False):
     id: str
     username: str
     title: str
+    perfs: dict[str, Any]  # speed -> {"rating": ..., "games": ...}
 
 
 #: gameFull / gameState / chatLine lines of a game stream (read with .get throughout)

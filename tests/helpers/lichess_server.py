@@ -4,7 +4,10 @@ It speaks the subset of the Lichess bot API that berserk uses for `oneply bot`, 
 127.0.0.1, with NDJSON streams in chunked transfer encoding and blank keep-alive lines like
 Lichess. It plays the opponent (a scriptable function of the board) and injects faults on
 request: a dropped game stream, a stalled event stream, a 429 on the move endpoint, a 500 on
-accept, tokens without `bot:play`, accounts without the BOT title.
+accept, tokens without `bot:play`, accounts without the BOT title. For matchmaking it lists
+online bots (`online_bots`), takes the bot's challenges and answers each as that bot's entry in
+`bot_answers` says (accept, a decline reason, or ignore); `say` writes a chat line into a game.
+`transcript` records, in order, the chat lines both ways and the matchmaking exchanges.
 """
 
 from __future__ import annotations
@@ -59,6 +62,7 @@ class FakeGame:
     bot_left_ms: float = 0.0
     turn_started: float = field(default_factory=time.monotonic)
     think_ms: list[float] = field(default_factory=list)  # the bot's time for each move
+    chat_lines: list[dict[str, Any]] = field(default_factory=list)  # chatLine events to send
     version: int = 0
     cond: threading.Condition = field(default_factory=threading.Condition)
 
@@ -179,6 +183,14 @@ class FakeLichess:
         self.drop_game_stream_at_ply: dict[str, int] = {}
         # like Lichess: each new event stream first replays the challenges still pending
         self.replay_pending_challenges = False
+        # matchmaking: who is online, and how each bot answers a challenge from ours
+        self.online_bots: list[dict[str, Any]] = []
+        self.bot_answers: dict[str, str] = {}  # username -> "accept" | decline reason | "ignore"
+        self.outgoing: list[dict[str, Any]] = []  # the bot's challenges, as received
+        self.canceled: list[str] = []
+        self.matchmade_game_options: dict[str, Any] = {}
+        self.transcript: list[str] = []
+        self._t0 = time.monotonic()
         self.closing = threading.Event()
         self._ids = itertools.count(1)
         self.server = _QuietServer(("127.0.0.1", 0), _handler_for(self))
@@ -204,6 +216,25 @@ class FakeLichess:
         self.server.server_close()
 
     # -- scripting ----------------------------------------------------------------------------
+
+    def note(self, text: str) -> None:
+        self.transcript.append(f"[{time.monotonic() - self._t0:7.2f}s] {text}")
+
+    def say(self, game_id: str, text: str, room: str = "player", username: str = "human1") -> None:
+        """A chat line from `username` in a game's room (player or spectator)."""
+        game = self.games[game_id]
+        self.note(f"chat {game_id} {room:9} {username}: {text}")
+        game.chat_lines.append(
+            {"type": "chatLine", "room": room, "username": username, "text": text}
+        )
+        game.touch()
+
+    def add_online_bot(self, name: str, rating: int = 1800, answer: str = "accept") -> None:
+        perfs = {s: {"rating": rating, "games": 500} for s in ("bullet", "blitz", "rapid")}
+        self.online_bots.append(
+            {"id": name.lower(), "username": name, "title": "BOT", "perfs": perfs}
+        )
+        self.bot_answers[name.lower()] = answer
 
     def push_event(self, event: dict[str, Any]) -> None:
         with self.events_cond:
@@ -474,7 +505,9 @@ class _Handler(BaseHTTPRequestHandler):
         self._start_stream()
         with game.cond:
             seen = game.version
+            chat_seen = len(game.chat_lines)  # like Lichess: no replay of earlier chat
             self._line(game.full())
+            last_state = game.state()
         while not fake.closing.is_set():
             drop_at = fake.drop_game_stream_at_ply.get(game_id)
             if drop_at is not None and len(game.moves) >= drop_at:
@@ -487,7 +520,15 @@ class _Handler(BaseHTTPRequestHandler):
                 changed = game.version != seen
                 seen = game.version
                 state = game.state()
-            self._line(state if changed else None)
+                lines = game.chat_lines[chat_seen:]
+                chat_seen += len(lines)
+            for line in lines:
+                self._line(line)
+            if changed and state != last_state:
+                self._line(state)
+                last_state = state
+            elif not lines:
+                self._line(None)
             if state["status"] != "started":
                 self._end_stream()
                 return
@@ -550,8 +591,54 @@ class _Handler(BaseHTTPRequestHandler):
         if self.fake.chat_429 > 0:
             self.fake.chat_429 -= 1
             return self._json(429, {"error": "Too many requests. Try again later."})
-        payload = json.loads(body or b"{}")
-        self.fake.chat.append((game_id, payload.get("room", ""), payload.get("text", "")))
+        payload = _payload(body)
+        room, text = payload.get("room", ""), payload.get("text", "")
+        self.fake.chat.append((game_id, room, text))
+        self.fake.note(f"chat {game_id} {room:9} {BOT}: {text}")
+        self._ok()
+
+    # -- matchmaking --------------------------------------------------------------------------
+
+    def online(self, user: str, body: bytes) -> None:
+        fake = self.fake
+        fake.note(f"GET /api/bot/online: {len(fake.online_bots)} bots")
+        self._start_stream()
+        for bot in fake.online_bots:
+            self._line(bot)
+        self._end_stream()
+
+    def create_challenge(self, user: str, body: bytes, username: str) -> None:
+        fake = self.fake
+        payload = _payload(body)
+        challenge_id = f"mm{next(fake._ids):06d}"
+        fake.outgoing.append({"id": challenge_id, "username": username, **payload})
+        clock = f"{payload.get('clock.limit')}+{payload.get('clock.increment')}"
+        rated = "rated" if str(payload.get("rated")).lower() == "true" else "casual"
+        fake.note(f"challenge {challenge_id}: {BOT} -> {username} {clock} {rated}")
+        body_out = {
+            "id": challenge_id,
+            "direction": "out",
+            "status": "created",
+            "challenger": {"id": BOT, "name": "OneplyBot", "title": "BOT"},
+            "destUser": {"id": username.lower(), "name": username, "title": "BOT"},
+        }
+        self._json(200, body_out)
+        fake.push_event({"type": "challenge", "challenge": body_out})
+        answer = fake.bot_answers.get(username.lower(), "ignore")
+        if answer == "ignore":
+            return
+        if answer == "accept":
+            fake.note(f"challenge {challenge_id}: {username} accepts")
+            options = {"opponent_name": username.lower(), **fake.matchmade_game_options}
+            fake.start_game(challenge_id, chess.WHITE, random_opponent(), **options)
+            return
+        fake.note(f"challenge {challenge_id}: {username} declines ({answer})")
+        declined = {**body_out, "status": "declined", "declineReasonKey": answer}
+        fake.push_event({"type": "challengeDeclined", "challenge": declined})
+
+    def cancel_challenge(self, user: str, body: bytes, challenge_id: str) -> None:
+        self.fake.canceled.append(challenge_id)
+        self.fake.note(f"challenge {challenge_id}: canceled by {BOT}")
         self._ok()
 
     def abort(self, user: str, body: bytes, game_id: str) -> None:
@@ -573,18 +660,31 @@ class _Handler(BaseHTTPRequestHandler):
         self._ok()
 
 
+def _payload(body: bytes) -> dict[str, Any]:
+    """A JSON or form-encoded request body (berserk sends both)."""
+    text = body.decode() if body else ""
+    if text.startswith("{"):
+        return dict(json.loads(text))
+    from urllib.parse import parse_qsl
+
+    return dict(parse_qsl(text))
+
+
 ROUTES: dict[str, list[tuple[str, Callable[..., None]]]] = {
     "GET": [
         (r"/api/account", _Handler.account),
         (r"/api/account/playing", _Handler.playing),
         (r"/api/stream/event", _Handler.event_stream),
         (r"/api/bot/game/stream/(\w+)", _Handler.game_stream),
+        (r"/api/bot/online", _Handler.online),
     ],
     "POST": [
         (r"/api/bot/account/upgrade", _Handler.upgrade),
         (r"/api/bot/game/(\w+)/move/(\w+)", _Handler.move),
         (r"/api/challenge/(\w+)/accept", _Handler.accept),
         (r"/api/challenge/(\w+)/decline", _Handler.decline),
+        (r"/api/challenge/(\w+)/cancel", _Handler.cancel_challenge),
+        (r"/api/challenge/(\w+)", _Handler.create_challenge),
         (r"/api/bot/game/(\w+)/chat", _Handler.chat),
         (r"/api/bot/game/(\w+)/abort", _Handler.abort),
         (r"/api/bot/game/(\w+)/resign", _Handler.resign),
