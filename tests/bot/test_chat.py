@@ -96,3 +96,23 @@ def test_chat_config_is_checked(tmp_path):
     with pytest.raises(ConfigError, match="'chat.reply_interval' must be between"):
         parse_config({"chat": {"reply_interval": -1}}, env={})
     assert clip("a  b\nc") == "a b c"
+
+
+def test_what_is_not_a_command_gets_no_reply():
+    from oneply.bot.chat import Conversation
+    from oneply.bot.config import ChatConfig
+
+    def context(args):
+        raise AssertionError("no context is built for a line that is not answered")
+
+    chat = Conversation(ChatConfig(reply_interval=0), me="OneplyBot")
+    for room, user, text in [
+        ("player", "OneplyBot", "!help"),  # our own line, echoed back
+        ("player", "human1", "!"),
+        ("player", "human1", "!nosuch"),
+        ("player", "human1", "help"),
+        ("lobby", "human1", "!help"),
+    ]:
+        assert chat.reply("g1", room, user, text, context) is None
+    off = Conversation(ChatConfig(commands=False), me="OneplyBot")
+    assert off.reply("g1", "player", "human1", "!help", context) is None

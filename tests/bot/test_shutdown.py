@@ -157,3 +157,18 @@ def test_drain_bound_leaves_the_game_and_exits(server, bot_process):
     assert bot.proc.wait(timeout=20) == 0, bot.log()
     assert server.games[playing].status == "started"
     assert f"games_left={playing}" in bot.log()
+
+
+def test_sigterm_while_lichess_is_unreachable_exits_at_once(tmp_path):
+    closed = FakeLichess().start()
+    closed.stop()  # nothing listens at its address any more
+    bot = BotProcess(
+        closed, tmp_path, http={"connect_timeout": 0.2, "backoff_base": 0.05, "backoff_max": 0.2}
+    )
+    try:
+        assert bot.wait_log("event=lichess_unreachable", timeout=90), bot.log()
+        bot.proc.send_signal(signal.SIGTERM)
+        assert bot.proc.wait(timeout=10) == 0, bot.log()
+        assert "Traceback" not in bot.log()
+    finally:
+        bot.close()
