@@ -180,7 +180,10 @@ class Bot:
         for game in running:
             if game.id not in self._aborted_on_stop and game.abortable():
                 self._aborted_on_stop.add(game.id)
-                game.abort("shutdown")
+                # in its own thread: a retried request must not hold up a second signal
+                threading.Thread(
+                    target=game.abort, args=("shutdown",), name=f"abort-{game.id}", daemon=True
+                ).start()
         if not running:
             log.info("event=shutdown_done after_s=%.1f", self.stopping.elapsed())
             return True
