@@ -1,5 +1,7 @@
 """`oneply import-dm CHECKPOINT_DIR -o FILE.onnx`: DeepMind's published searchless_chess
-action-value checkpoints (9M, 136M, 270M) → oneply model files.
+checkpoints → oneply model files: the action-value models (9M, 136M, 270M) and the 9M
+state-value and behavioural-cloning ones (their download's ``9M_state_value`` and
+``9M_behavioral_cloning``; docs/FORMAT.md §4b).
 
 Their network (google-deepmind/searchless_chess, src/transformer.py, built by
 src/engines/constants.py) reads [BOS, 77 state tokens, action] with full attention and reads
@@ -28,9 +30,19 @@ SwiGLU and the final log-softmax are what engine/graph.py computes already. Thei
 and action vocabulary are oneply's (docs/FORMAT.md §1-2; tests/training/test_dm_import.py
 checks them).
 
+Their state-value and behavioural-cloning models are the same transformer with the same
+parameter names, read at the last state token (their sequences are [state, return bucket] and
+[state, action], shifted right behind BOS: 78 positions): oneply's ``sv`` and ``bc`` predictors.
+The same table gives ``state_embed`` and ``bos`` (no ``move_embed``: they have no move token),
+``pos_embed`` is rows 0..77 of their learned positions (their table has 79 rows for every
+policy; row 78 is never read), and the head has 128 outputs (sv) or 1968, one per action (bc).
+A state-value tree is identical to an action-value one, so which of the two a checkpoint is
+comes from the folder name (``…state_value``, ``…behavioral_cloning``, as their download
+names them) or ``--predictor``; a 1968-output head is behavioural cloning whatever the name.
+
 A checkpoint that is not this architecture fails with a message: another size, a missing or
 extra parameter (e.g. QK-LayerNorm, sinusoidal positions, no final LayerNorm), a wrong shape,
-or a state-value / behavioural-cloning model — never a silently wrong model file.
+or a head that contradicts the predictor asked for — never a silently wrong model file.
 """
 
 from __future__ import annotations
@@ -41,9 +53,11 @@ import math
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
+from oneply.engine.architecture import PREDICTORS
 from oneply.engine.errors import CommandError
 from oneply.engine.graph import build_model
 from oneply.engine.model_file import ModelInfo
@@ -62,10 +76,9 @@ DOWNLOAD_HINT = (
     "download them with the searchless_chess repository's checkpoints/download.sh and pass "
     "e.g. checkpoints/9M"
 )
-OTHER_POLICIES = {
-    "state_value": "a state-value model (it scores positions, not moves)",
-    "behavioral_cloning": "a behavioural-cloning model (it predicts moves, not values)",
-}
+#: their policy names (src/engines/neural_engines.py ENGINE_FROM_POLICY) → oneply predictors
+POLICIES = {"action_value": "av", "state_value": "sv", "behavioral_cloning": "bc"}
+POLICY_NAMES = {predictor: policy for policy, predictor in POLICIES.items()}
 
 
 @dataclass(frozen=True)
@@ -96,9 +109,13 @@ def _attention(layer: int, linear: int) -> str:
     return f"{_indexed('multi_head_dot_product_attention', layer)}/{_indexed('linear', linear)}"
 
 
-def expected_shapes(size: DMSize, num_bins: int = NUM_BINS) -> dict[str, tuple[int, ...]]:
-    """Every parameter of their action-value transformer of `size`, as "module/param" → shape."""
+def expected_shapes(
+    size: DMSize, num_bins: int = NUM_BINS, predictor: str = "av"
+) -> dict[str, tuple[int, ...]]:
+    """Every parameter of their transformer of `size` for a predictor (av, sv: `num_bins`
+    outputs; bc: one per action), as "module/param" → shape."""
     d, hidden = size.width, size.width * WIDENING
+    outputs = NUM_MOVES if predictor == "bc" else num_bins
     shapes: dict[str, tuple[int, ...]] = {
         "embed/embeddings": (NUM_MOVES, d),
         "embed_1/embeddings": (SEQUENCE_LENGTH, d),
@@ -113,9 +130,42 @@ def expected_shapes(size: DMSize, num_bins: int = NUM_BINS) -> dict[str, tuple[i
         shapes[f"{_indexed('linear', 3 * i + 1)}/w"] = (d, hidden)
         shapes[f"{_indexed('linear', 3 * i + 2)}/w"] = (hidden, d)
     head = _indexed("linear", 3 * size.layers)
-    shapes[f"{head}/w"] = (d, num_bins)
-    shapes[f"{head}/b"] = (num_bins,)
+    shapes[f"{head}/w"] = (d, outputs)
+    shapes[f"{head}/b"] = (outputs,)
     return shapes
+
+
+def infer_predictor(
+    shapes: dict[str, tuple[int, ...]], size: DMSize, folder: str = "", requested: str | None = None
+) -> str:
+    """Which of their policies a checkpoint is (as a oneply predictor): --predictor, else the
+    folder's name, else behavioural cloning for a 1968-output head, else action value.
+    DMImportError when these disagree."""
+    if requested is not None and requested not in PREDICTORS:
+        raise DMImportError(
+            f"unknown predictor {requested!r}: choose from {', '.join(PREDICTORS)}."
+        )
+    named = next((p for policy, p in POLICIES.items() if policy in folder.lower()), None)
+    head = shapes.get(f"{_indexed('linear', 3 * size.layers)}/w", ())
+    policy_head = tuple(head[-1:]) == (NUM_MOVES,)
+    if requested and named and requested != named:
+        raise DMImportError(
+            f"--predictor {requested}, but the folder {folder!r} holds {POLICY_NAMES[named]} "
+            f"weights ({named}). Check that the folder holds the model you meant."
+        )
+    chosen = requested or named or ("bc" if policy_head else "av")
+    how = "--predictor" if requested else f"the folder name {folder!r}" if named else "the head"
+    if policy_head and chosen != "bc":
+        raise DMImportError(
+            f"the head has {NUM_MOVES} outputs, one per action: this is a behavioural-cloning "
+            f"model, but {how} says {POLICY_NAMES[chosen]}. Pass --predictor bc."
+        )
+    if chosen == "bc" and head and not policy_head:
+        raise DMImportError(
+            f"{how} says behavioural cloning, but the head has {head[-1]} outputs (a value "
+            f"head: action or state value, not {NUM_MOVES} actions)."
+        )
+    return chosen
 
 
 def infer_size(
@@ -152,15 +202,9 @@ def infer_size(
     return name
 
 
-def check_shapes(shapes: dict[str, tuple[int, ...]], size: DMSize) -> None:
+def check_shapes(shapes: dict[str, tuple[int, ...]], size: DMSize, predictor: str = "av") -> None:
     """DMImportError naming every missing, unexpected or misshapen parameter."""
-    expected = expected_shapes(size)
-    head = f"{_indexed('linear', 3 * size.layers)}/w"
-    if head in shapes and shapes[head][-1:] == (NUM_MOVES,):
-        raise DMImportError(
-            f"the head has {NUM_MOVES} outputs: this is {OTHER_POLICIES['behavioral_cloning']}. "
-            "Only the action-value checkpoints (9M, 136M, 270M) can be played by oneply."
-        )
+    expected = expected_shapes(size, predictor=predictor)
     problems = [f"missing {k} {v}" for k, v in expected.items() if k not in shapes]
     problems += [f"unexpected {k} {v}" for k, v in shapes.items() if k not in expected]
     problems += [
@@ -172,23 +216,31 @@ def check_shapes(shapes: dict[str, tuple[int, ...]], size: DMSize) -> None:
         shown = "; ".join(problems[:8]) + (
             f"; … {len(problems) - 8} more" if len(problems) > 8 else ""
         )
+        outputs = f"{NUM_MOVES} actions" if predictor == "bc" else f"{NUM_BINS} bins"
         raise DMImportError(
-            "the checkpoint is not the published action-value transformer (learned positions, "
-            f"final LayerNorm, no QK-LayerNorm, {NUM_BINS} bins): {shown}."
+            f"the checkpoint is not the published {POLICY_NAMES[predictor].replace('_', '-')} "
+            f"transformer (learned positions, final LayerNorm, no QK-LayerNorm, {outputs}): "
+            f"{shown}."
         )
 
 
-def oneply_weights(params: dict[str, np.ndarray], size: DMSize) -> dict[str, np.ndarray]:
-    """Their parameters ("module/param" → array) under engine/graph.py's names."""
+def oneply_weights(
+    params: dict[str, np.ndarray], size: DMSize, predictor: str = "av"
+) -> dict[str, np.ndarray]:
+    """Their parameters ("module/param" → array) under engine/graph.py's names (sv, bc: no
+    move embedding, the positions of [BOS, state] only)."""
     f32 = {k: np.asarray(v, dtype=np.float32) for k, v in params.items()}
     # √D is a power of two for every published width, so the fold is exact.
     table = f32["embed/embeddings"] * np.float32(math.sqrt(size.width))
     weights = {
         "bos": table[0].copy(),
         "state_embed.weight": table[:VOCAB_SIZE].copy(),
-        "move_embed.weight": table,
         "pos_embed": f32["embed_1/embeddings"],
     }
+    if predictor == "av":
+        weights["move_embed.weight"] = table
+    else:
+        weights["pos_embed"] = weights["pos_embed"][: STATE_LENGTH + 1].copy()
 
     def norm(name: str, index: int) -> None:
         weights[f"{name}.weight"] = f32[f"{_indexed('layer_norm', index)}/scale"]
@@ -337,30 +389,31 @@ def import_checkpoint(
     step: int | None = None,
     ema: bool = False,
     int8: bool = False,
+    predictor: str | None = None,
 ) -> ModelInfo:
-    """Read one of their checkpoints and write it as a per_move oneply model file."""
+    """Read one of their checkpoints and write it as a oneply model file: an action-value
+    model as a per_move file, a state-value or behavioural-cloning one as an sv or bc file
+    (`predictor`: None reads it from the folder name and the head)."""
     path = Path(checkpoint).expanduser()
     params_dir, found_step = locate_params(path, step, ema)
     model_folder = params_dir.parent.parent if found_step is not None else params_dir.parent
-    for policy, what in OTHER_POLICIES.items():
-        if policy in str(model_folder.name).lower():
-            raise DMImportError(
-                f"{model_folder} is {what}; only the action-value checkpoints (9M, 136M, 270M) "
-                "can be played by oneply."
-            )
+    folder = model_folder.name
     shapes = read_shapes(params_dir)
     if shapes is not None:
-        check_shapes(shapes, SIZES[infer_size(shapes, size, folder=model_folder.name)])
+        early = SIZES[infer_size(shapes, size, folder=folder)]
+        check_shapes(shapes, early, infer_predictor(shapes, early, folder, predictor))
     params = read_params(params_dir)
     shapes = {k: tuple(v.shape) for k, v in params.items()}
-    name = infer_size(shapes, size, folder=model_folder.name)
+    name = infer_size(shapes, size, folder=folder)
     dm_size = SIZES[name]
-    check_shapes(shapes, dm_size)
+    predictor = infer_predictor(shapes, dm_size, folder, predictor)
+    check_shapes(shapes, dm_size, predictor)
     dtypes = sorted({str(np.asarray(v).dtype) for v in params.values()})
+    av = predictor == "av"
     source = {
         "repository": REPOSITORY,
         "model": name,
-        "policy": "action_value",
+        "policy": POLICY_NAMES[predictor],
         "checkpoint": f"{model_folder.name}/{found_step}/{params_dir.name}"
         if found_step is not None
         else params_dir.name,
@@ -369,29 +422,35 @@ def import_checkpoint(
         "dtype": ",".join(dtypes),
         "tokens": "shared table [1968, D] for state characters, BOS (token 0) and actions, "
         "scaled by sqrt(D) (folded into the weights)",
-        "positions": "learned [79, D]",
+        "positions": "learned [79, D]"
+        if av
+        else "learned [79, D], rows 0-77 kept (their sequence is [BOS, state]: 78 positions)",
+        "read_at": "the action token" if av else "the last state token",
         "normalisation": "pre-LayerNorm blocks (eps 1e-5) and a final LayerNorm",
         "bins": f"{NUM_BINS} uniform on [0, 1], centres (i + 0.5) / {NUM_BINS}",
         "license": "weights: CC BY 4.0; code: Apache 2.0 (see the searchless_chess README)",
     }
+    config: dict[str, Any] = {
+        "layers": dm_size.layers,
+        "heads": dm_size.heads,
+        "width": dm_size.width,
+        "num_bins": NUM_BINS,
+        "widening": WIDENING,
+        "move_features": False,
+    }
+    if not av:
+        config["predictor"] = predictor
     info = ModelInfo(
         path=Path(output),
-        layout="per_move",
+        layout="per_move" if av else "shared",  # sv, bc: no layout, recorded as shared
         num_bins=NUM_BINS,
-        preset=f"dm-{name.lower()}",
-        config={
-            "layers": dm_size.layers,
-            "heads": dm_size.heads,
-            "width": dm_size.width,
-            "num_bins": NUM_BINS,
-            "widening": WIDENING,
-            "move_features": False,
-        },
+        preset=f"dm-{name.lower()}" if av else f"dm-{name.lower()}-{predictor}",
+        config=config,
         trained=True,
         source=source,
     )
     proto = build_model(
-        oneply_weights(params, dm_size), "per_move", info.config, info.to_metadata()
+        oneply_weights(params, dm_size, predictor), info.layout, info.config, info.to_metadata()
     )
     return save_model(proto, output, info, int8)
 
@@ -407,6 +466,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--step", type=int, help="checkpoint step (default: the latest)")
     parser.add_argument(
+        "--predictor",
+        choices=PREDICTORS,
+        help="av (action value), sv (state value) or bc (behavioural cloning); default: from "
+        "the folder name (9M_state_value, 9M_behavioral_cloning) and the head, else av",
+    )
+    parser.add_argument(
         "--ema", action="store_true", help="import params_ema (their engine plays params)"
     )
     parser.add_argument("--int8", action="store_true", help="dynamically quantize weights to int8")
@@ -414,7 +479,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     info = import_checkpoint(
-        args.checkpoint, args.output, size=args.size, step=args.step, ema=args.ema, int8=args.int8
+        args.checkpoint,
+        args.output,
+        size=args.size,
+        step=args.step,
+        ema=args.ema,
+        int8=args.int8,
+        predictor=args.predictor,
     )
     print(f"wrote {args.output}: {info.describe()}; from {info.source['checkpoint']}")
     return 0

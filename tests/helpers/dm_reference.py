@@ -1,4 +1,5 @@
-"""DeepMind's searchless_chess action-value model, restated in JAX/haiku for the import tests.
+"""DeepMind's searchless_chess models (action value, state value, behavioural cloning),
+restated in JAX/haiku for the import tests.
 
 The real checkpoints cannot be downloaded here, so tests/training/test_dm_import.py builds
 checkpoints with exactly their structure — the same haiku modules created in the same order
@@ -9,7 +10,9 @@ imported ONNX file with this forward pass.
 Written from their public sources (src/transformer.py, src/tokenizer.py, src/utils.py,
 src/engines/constants.py and neural_engines.py), as the published engines configure them:
 learned positions, no causal mask, final LayerNorm, no QK-LayerNorm, 128 return buckets, one
-embedding table of 1968 rows for state characters and actions. Their tokenizer and action
+embedding table of 1968 rows for state characters and actions, positions for 79 tokens
+whatever the policy (their engines build every policy with max_sequence_length 79); the head
+has 128 outputs (action and state value) or 1968 (behavioural cloning). Their tokenizer and action
 vocabulary are restated too, in their own way of computing them, so the test can check ours
 against them.
 """
@@ -56,9 +59,11 @@ def _norm(x: jax.Array) -> jax.Array:
     return hk.LayerNorm(axis=-1, create_scale=True, create_offset=True)(x)
 
 
-def _forward(targets: jax.Array, layers: int, heads: int, width: int) -> jax.Array:
-    """Log-probabilities [B, T, 128] for target sequences [B, T] (shifted right by one, so the
-    first input is token 0)."""
+def _forward(
+    targets: jax.Array, layers: int, heads: int, width: int, outputs: int = NUM_BUCKETS
+) -> jax.Array:
+    """Log-probabilities [B, T, outputs] for target sequences [B, T] (shifted right by one, so
+    the first input is token 0)."""
     inputs = jnp.concatenate([jnp.zeros_like(targets[:, :1]), targets[:, :-1]], axis=1)
     tokens = hk.Embed(
         NUM_ACTIONS,
@@ -73,25 +78,32 @@ def _forward(targets: jax.Array, layers: int, heads: int, width: int) -> jax.Arr
         gate = hk.Linear(4 * width, with_bias=False)(x)
         up = hk.Linear(4 * width, with_bias=False)(x)
         h = h + hk.Linear(width, with_bias=False)(jax.nn.silu(gate) * up)
-    return jax.nn.log_softmax(hk.Linear(NUM_BUCKETS)(_norm(h)), axis=-1)
+    return jax.nn.log_softmax(hk.Linear(outputs)(_norm(h)), axis=-1)
 
 
-def transformed(layers: int, heads: int, width: int) -> hk.Transformed:
-    return hk.transform(lambda targets: _forward(targets, layers, heads, width))
+def transformed(layers: int, heads: int, width: int, outputs: int = NUM_BUCKETS) -> hk.Transformed:
+    """Their transformer; `outputs` NUM_ACTIONS for a behavioural-cloning model."""
+    return hk.transform(lambda targets: _forward(targets, layers, heads, width, outputs))
 
 
-def param_shapes(layers: int, heads: int, width: int) -> dict[str, tuple[int, ...]]:
+def param_shapes(
+    layers: int, heads: int, width: int, outputs: int = NUM_BUCKETS
+) -> dict[str, tuple[int, ...]]:
     """Their "module/param" → shape, without allocating the model (any size, 270M too)."""
     tree = jax.eval_shape(
-        transformed(layers, heads, width).init, jax.random.PRNGKey(1), np.ones((1, 1), np.int32)
+        transformed(layers, heads, width, outputs).init,
+        jax.random.PRNGKey(1),
+        np.ones((1, 1), np.int32),
     )
     return {f"{m}/{p}": tuple(a.shape) for m, ps in tree.items() for p, a in ps.items()}
 
 
-def random_params(layers: int, heads: int, width: int, seed: int) -> dict:
+def random_params(
+    layers: int, heads: int, width: int, seed: int, outputs: int = NUM_BUCKETS
+) -> dict:
     """Their initialisation, then every LayerNorm and the head bias moved off 1 / 0, so that
     every parameter of the checkpoint matters."""
-    params = transformed(layers, heads, width).init(
+    params = transformed(layers, heads, width, outputs).init(
         jax.random.PRNGKey(seed), np.ones((1, 1), np.int32)
     )
     rng = np.random.default_rng(seed)
@@ -175,3 +187,27 @@ def reference_wins(params: dict, layers: int, heads: int, width: int, board: che
     log_probs = np.asarray(apply(params, None, sequences))[:, -1]
     wins = np.exp(log_probs.astype(np.float64)) @ bucket_values()
     return dict(zip(legal, wins, strict=True))
+
+
+def reference_state_values(params: dict, layers: int, heads: int, width: int, boards) -> np.ndarray:
+    """Their state-value engine's win probability of each position for its side to move: one
+    sequence [state, dummy bucket] per position, log-probs read at the last position."""
+    states = np.stack([dm_tokenize(board.fen()) for board in boards])
+    sequences = np.concatenate([states, np.zeros((len(boards), 1), np.int64)], 1).astype(np.int32)
+    apply = jax.jit(transformed(layers, heads, width).apply)
+    log_probs = np.asarray(apply(params, None, sequences))[:, -1]
+    return np.exp(log_probs.astype(np.float64)) @ bucket_values()
+
+
+def reference_policy(params: dict, layers: int, heads: int, width: int, board: chess.Board):
+    """Their behavioural-cloning engine's probability per legal move (uci → p): one sequence
+    [state, dummy action], the action log-probs at the last position renormalised over the
+    legal moves."""
+    actions = {m: i for i, m in enumerate(dm_actions())}
+    legal = [m.uci() for m in board.legal_moves]
+    sequence = np.concatenate([dm_tokenize(board.fen()), [0]])[None].astype(np.int32)
+    apply = jax.jit(transformed(layers, heads, width, NUM_ACTIONS).apply)
+    log_probs = np.asarray(apply(params, None, sequence))[0, -1].astype(np.float64)
+    picked = log_probs[[actions[m] for m in legal]]
+    probs = np.exp(picked - picked.max())
+    return dict(zip(legal, probs / probs.sum(), strict=True))

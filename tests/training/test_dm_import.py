@@ -32,6 +32,7 @@ from oneply.training.dm_import import (  # noqa: E402
     check_shapes,
     expected_shapes,
     import_checkpoint,
+    infer_predictor,
     infer_size,
     read_params,
 )
@@ -191,14 +192,22 @@ def test_wrong_shapes_are_listed():
     assert "missing layer_norm_16/offset" in text
 
 
-def test_other_policies_are_refused(tmp_path, capsys):
-    shapes = expected_shapes(NINE_M)
-    shapes["linear_24/w"], shapes["linear_24/b"] = (256, 1968), (1968,)
-    with pytest.raises(DMImportError, match="behavioural-cloning"):
-        check_shapes(shapes, NINE_M)
-    (tmp_path / "9M_state_value" / str(dm.STEP) / "params").mkdir(parents=True)
-    message = _fails(capsys, str(tmp_path / "9M_state_value"), "-o", str(tmp_path / "x.onnx"))
-    assert "state-value" in message
+def test_the_policy_comes_from_the_folder_and_the_head_and_contradictions_are_refused():
+    value, policy = expected_shapes(NINE_M), expected_shapes(NINE_M, predictor="bc")
+    assert policy["linear_24/w"] == (256, 1968) and policy["linear_24/b"] == (1968,)
+    assert infer_predictor(value, NINE_M, "9M") == "av"
+    assert infer_predictor(value, NINE_M, "9M_state_value") == "sv"
+    assert infer_predictor(value, NINE_M, "x", requested="sv") == "sv"
+    assert infer_predictor(policy, NINE_M, "9M_behavioral_cloning") == "bc"
+    assert infer_predictor(policy, NINE_M, "anything") == "bc"  # the head says so
+    with pytest.raises(DMImportError, match="behavioural-cloning model, but --predictor"):
+        infer_predictor(policy, NINE_M, "9M", requested="av")
+    with pytest.raises(DMImportError, match="the head has 128 outputs"):
+        infer_predictor(value, NINE_M, "9M", requested="bc")
+    with pytest.raises(DMImportError, match="holds state_value weights"):
+        infer_predictor(value, NINE_M, "9M_state_value", requested="av")
+    with pytest.raises(DMImportError, match="behavioral-cloning transformer"):
+        check_shapes(value, NINE_M, "bc")
 
 
 @pytest.mark.parametrize("files", ("ocdbt.process_0/d/*", "d/*"))
@@ -240,3 +249,80 @@ def test_without_orbax_the_message_names_the_extra(checkpoints, tmp_path, monkey
     monkeypatch.setitem(sys.modules, "orbax.checkpoint", None)  # as if not installed
     with pytest.raises(DMImportError, match=r"pip install 'oneply\[dm\]'"):
         import_checkpoint(root / "9M", tmp_path / "x.onnx")
+
+
+# --- state value and behavioural cloning ------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def other_policies(tmp_path_factory):
+    """checkpoints/9M_state_value and 9M_behavioral_cloning, as their download names them,
+    imported; with the parameters the reference runs."""
+    root = tmp_path_factory.mktemp("policies")
+    models = tmp_path_factory.mktemp("models")
+    size = (NINE_M.layers, NINE_M.heads, NINE_M.width)
+    out: dict = {"root": root}
+    for folder, predictor, outputs in (
+        ("9M_state_value", "sv", dm.NUM_BUCKETS),
+        ("9M_behavioral_cloning", "bc", dm.NUM_ACTIONS),
+    ):
+        params = dm.random_params(*size, seed=5, outputs=outputs)
+        dm.save_checkpoint(root / folder, params, params)
+        path = models / f"dm-9m-{predictor}.onnx"
+        import_checkpoint(root / folder, path)
+        out[predictor] = (path, params)
+    return out
+
+
+def test_their_state_value_and_policy_trees_are_what_the_importer_expects():
+    size = (NINE_M.layers, NINE_M.heads, NINE_M.width)
+    assert dm.param_shapes(*size) == expected_shapes(NINE_M, predictor="sv")
+    assert dm.param_shapes(*size, dm.NUM_ACTIONS) == expected_shapes(NINE_M, predictor="bc")
+
+
+@pytest.mark.parametrize("fen", (MIDDLEGAME, PROMOTIONS))
+def test_imported_state_value_equals_their_forward_pass(other_policies, fen):
+    """Each move scores 1 − their value of the position after it (their engine's rule)."""
+    path, params = other_policies["sv"]
+    board = chess.Board(fen)
+    children = []
+    for move in board.legal_moves:
+        child = board.copy()
+        child.push(move)
+        children.append(child)
+    values = dm.reference_state_values(params, NINE_M.layers, NINE_M.heads, NINE_M.width, children)
+    expected = {m.uci(): 1.0 - v for m, v in zip(board.legal_moves, values, strict=True)}
+    scorer = Scorer(path, threads=2)
+    got = {s.move.uci(): s.win for s in scorer.score(board)}
+    assert got.keys() == expected.keys()
+    error = max(abs(got[m] - expected[m]) for m in expected)
+    assert error < 1e-4, f"max |Δ win| {error:.2e}"
+    assert np.std(list(expected.values())) > 1e-3
+    info = scorer.info
+    assert (info.predictor, info.preset, info.layout) == ("sv", "dm-9m-sv", "shared")
+    assert info.source["policy"] == "state_value"
+    assert info.source["checkpoint"].endswith("9M_state_value/6400000/params")
+
+
+@pytest.mark.parametrize("fen", (MIDDLEGAME, POSITION_218, PROMOTIONS))
+def test_imported_policy_equals_their_forward_pass(other_policies, fen):
+    path, params = other_policies["bc"]
+    board = chess.Board(fen)
+    expected = dm.reference_policy(params, NINE_M.layers, NINE_M.heads, NINE_M.width, board)
+    scorer = Scorer(path, threads=2)
+    got = {s.move.uci(): s.win for s in scorer.score(board)}
+    assert got.keys() == expected.keys()
+    error = max(abs(got[m] - expected[m]) for m in expected)
+    assert error < 1e-5, f"max |Δ p| {error:.2e}"
+    assert max(expected, key=expected.get) == scorer.score(board)[0].move.uci()
+    assert (scorer.info.predictor, scorer.info.preset) == ("bc", "dm-9m-bc")
+    assert scorer.info.source["policy"] == "behavioral_cloning"
+
+
+def test_a_predictor_named_on_the_command_line_must_fit_the_checkpoint(
+    other_policies, tmp_path, capsys
+):
+    folder = other_policies["root"] / "9M_behavioral_cloning"
+    message = _fails(capsys, str(folder), "-o", str(tmp_path / "x.onnx"), "--predictor", "av")
+    assert "--predictor av" in message and "holds behavioral_cloning weights" in message
+    assert not (tmp_path / "x.onnx").exists()
