@@ -1,8 +1,7 @@
 """Openings for paired games: random walks through a polyglot book, EPD or PGN files.
 
-It also holds the one weighted random walk through a polyglot book (:func:`weighted_walk`),
-which the matches, the policy play-outs and the data engine's games (training/openings.py)
-all take.
+The walk through a book is engine/books.py's ``weighted_walk``, the one the bot, the policy
+play-outs and the data engine's games (training/openings.py) take too.
 """
 
 from __future__ import annotations
@@ -17,6 +16,7 @@ import chess.pgn
 import chess.polyglot
 
 from oneply.arena.settings import DEFAULT_BOOK, DEFAULT_BOOK_PLIES, Opening
+from oneply.engine.books import weighted_walk
 
 
 def load_openings(
@@ -42,25 +42,6 @@ def load_openings(
     if order == "random" and suffix != ".bin":
         rng.shuffle(openings)
     return openings
-
-
-def weighted_walk(
-    board: chess.Board,
-    book: chess.polyglot.MemoryMappedReader,
-    rng: random.Random,
-    plies: int,
-    prior: int = 0,
-) -> None:
-    """Push up to ``plies`` book moves onto ``board``, each drawn with probability ∝ its
-    weight + ``prior`` (a prior of 1 gives a book's zero-weight moves a chance); the walk ends
-    where the book has no (weighted) move. One ``rng.choices`` draw per ply, so a seeded walk
-    is the same walk on every run."""
-    for _ in range(plies):
-        entries = list(book.find_all(board))
-        weights = [entry.weight + prior for entry in entries]
-        if not sum(weights):
-            return
-        board.push(rng.choices(entries, weights)[0].move)
 
 
 def book_openings(path: str, pairs: int, plies: int, rng: random.Random) -> list[Opening]:

@@ -43,9 +43,9 @@ import chess
 import chess.engine
 import chess.polyglot
 
-from oneply.arena.openings import weighted_walk
 from oneply.arena.puzzles import read_puzzles, solve_puzzles
 from oneply.arena.settings import DEFAULT_BOOK
+from oneply.engine.books import weighted_walk
 from oneply.engine.inference import MoveScore, MoveScorer
 from oneply.engine.model_file import add_model_argument
 from oneply.engine.policy import MovePolicy

@@ -26,6 +26,7 @@ from oneply.arena.game import GameJob, GameOver, GameRunner
 from oneply.arena.pgn import build_pgn
 from oneply.arena.results import GameRecord, MatchResult, Scoreboard
 from oneply.arena.settings import TERM_ABANDONED, TERM_UNTERMINATED, EngineSpec, MatchSettings
+from oneply.engine.books import open_tablebase
 
 
 class Match:
@@ -160,14 +161,6 @@ class Match:
             await adjudicator.close()
             for engine in self.processes:
                 engine.kill()
-
-
-def open_tablebase(path: str | None) -> Any:
-    if not path:
-        return None
-    import chess.syzygy
-
-    return chess.syzygy.open_tablebase(path)
 
 
 async def identify(spec: EngineSpec, timeout: float, pids: list[int]) -> str:

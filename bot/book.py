@@ -2,8 +2,8 @@
 endgame tablebases (config.yml `engine.polyglot` and `engine.syzygy`, lichess-bot's names).
 
 The book step is the project's one weighted walk through a polyglot book
-(arena/openings.weighted_walk, one ply), and the tables open through arena/runner's
-open_tablebase, the code the matches adjudicate with. Each move says which rule chose it
+(engine/books.weighted_walk, one ply), and the tables open through engine/books'
+open_tablebase, as the matches' adjudication does. Each move says which rule chose it
 (`book`, `tablebase_win`, `tablebase_draw`, `tablebase_loss`), and bot/game.py logs it as the
 move's `rule=`.
 
@@ -25,8 +25,8 @@ import chess
 import chess.polyglot
 import chess.syzygy
 
-from oneply.arena.openings import weighted_walk
 from oneply.bot.config import EngineConfig
+from oneply.engine.books import open_tablebase, weighted_walk
 
 log = logging.getLogger("oneply.bot")
 
@@ -50,8 +50,6 @@ class BookAndTables:
         if self.polyglot.enabled:
             self.books = [chess.polyglot.open_reader(path) for path in self.polyglot.book]
         if self.syzygy.enabled:
-            from oneply.arena.runner import open_tablebase
-
             first, *others = self.syzygy.paths
             self.tablebase = open_tablebase(first)
             for path in others:

@@ -15,7 +15,7 @@ import chess
 import chess.pgn
 import chess.polyglot
 
-from oneply.arena.openings import weighted_walk
+from oneply.engine.books import weighted_walk
 
 DEFAULT_ECO = Path("/usr/share/pgn-extract/eco.pgn")
 

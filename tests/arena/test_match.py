@@ -28,7 +28,7 @@ from oneply.arena.engines import Adjudicator, EngineStartError
 from oneply.arena.game import EvalStreak, format_comment, rules_outcome, tablebase_outcome
 from oneply.arena.openings import load_openings
 from oneply.arena.results import GameRecord, Scoreboard
-from oneply.arena.runner import identify, open_tablebase, run_match
+from oneply.arena.runner import identify, run_match
 from oneply.arena.settings import (
     TERM_ABANDONED,
     TERM_ADJUDICATION,
@@ -39,6 +39,7 @@ from oneply.arena.settings import (
     MatchSettings,
     TimeControl,
 )
+from oneply.engine.books import open_tablebase
 from oneply.engine.cli import main as cli_main
 from tests.conftest import stockfish_path
 
