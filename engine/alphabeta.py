@@ -10,8 +10,9 @@ action value, and the children of a node are scored together in one ``score_many
 Finished games are valued exactly. The search stops when the next depth would pass the node
 budget, and the last completed depth ranks the root's moves.
 
-It is a measuring instrument, not an engine option: the README's "Look-ahead" section
-compares the two at equal nodes on the dev puzzles; `oneply uci` and the bot search with PUCT.
+It is a measuring instrument, not an engine option: at equal nodes it beat PUCT only on the
+dev puzzles at 16 nodes and lost at 64 and on held-out positions (README, "Why PUCT and not
+alpha-beta"), so `oneply uci` and the bot search with PUCT.
 """
 
 from __future__ import annotations
