@@ -108,17 +108,21 @@ def score_text(info: Info) -> str:
 def report(
     board: chess.Board, scores: list[MoveScore], scorer: Scorer, ms: float
 ) -> dict[str, Any]:
+    """The one pass's view. A bc model's `win` is the policy's probability of the move
+    (`score` says which: "win" or "policy"), and it has no centipawns (`cp` is None)."""
+    policy = scorer.predictor == "bc"
     return {
         "fen": board.fen(),
         "model": str(scorer.path),
         "model_description": scorer.info.describe(),
+        "score": "policy" if policy else "win",
         "time_ms": round(ms, 2),
         "moves": [
             {
                 "uci": s.move.uci(),
                 "san": board.san(s.move),
                 "win": round(s.win, 5),
-                "cp": win_to_cp(s.win),
+                "cp": None if policy else win_to_cp(s.win),
             }
             for s in scores
         ],
@@ -150,14 +154,18 @@ def print_table(result: dict[str, Any]) -> None:
     print()
     tree = {m["uci"]: m for m in searched["moves"]} if searched else {}
     extra = f" {'search %':>9} {'visits':>7}" if searched else ""
-    print(f"{'#':>3}  {'move':<6} {'san':<8} {'win %':>6} {'cp':>6}{extra}  ")
+    policy = result.get("score") == "policy"  # bc: probabilities, no centipawns
+    label = f"{'policy %':>8}" if policy else f"{'win %':>6} {'cp':>6}"
+    print(f"{'#':>3}  {'move':<6} {'san':<8} {label}{extra}  ")
     for rank, move in enumerate(result["moves"], start=1):
         seen = tree.get(move["uci"])
         beside = f" {100 * seen['win']:>9.1f} {seen['visits']:>7}" if seen else ""
-        print(
-            f"{rank:>3}  {move['uci']:<6} {move['san']:<8} {100 * move['win']:>6.1f} "
-            f"{move['cp']:>+6}{beside}  {bar(move['win'])}"
+        value = (
+            f"{100 * move['win']:>8.1f}"
+            if policy
+            else f"{100 * move['win']:>6.1f} {move['cp']:>+6}"
         )
+        print(f"{rank:>3}  {move['uci']:<6} {move['san']:<8} {value}{beside}  {bar(move['win'])}")
     if not result["moves"]:
         print("  (no legal moves: the game is over)")
 
@@ -201,7 +209,13 @@ def run(args: argparse.Namespace) -> int:
     start = time.perf_counter()
     scores = scorer.score(board)
     result = report(board, scores, scorer, (time.perf_counter() - start) * 1000)
-    if args.search is not None:
+    if args.search is not None and scorer.predictor == "bc":
+        print(
+            "oneply analyse: --search ignored: a bc (behavioural cloning) model scores moves "
+            "by policy probability, not win probability, so look-ahead is meaningless",
+            file=sys.stderr,
+        )
+    elif args.search is not None:
         result["search"] = search_report(board, scorer, args.search)
     if args.json:
         print(json.dumps(result, indent=2))

@@ -334,7 +334,8 @@ class UciEngine:
         if outcome is not None:
             reason = outcome.termination.name.lower().replace("_", " ")
             self.send(f"info string the game is already drawn ({reason}); playing a legal move")
-        if self.option("Search"):
+        searched = bool(self.option("Search")) and self._can_search()
+        if searched:
             scores = self._searched(board, limits, start)
         else:
             scores = self.load_scorer().score(board)
@@ -344,12 +345,25 @@ class UciEngine:
         decision = self.policy.choose(board, scores, self._deadline(limits, board.turn, start))
         elapsed = int((time.monotonic() - start) * 1000)
         adjusted = list(decision.scores) or scores  # e.g. repetitions shown at 0.5
-        if not self.option("Search"):  # a search has reported its own lines
+        if not searched:  # a search has reported its own lines
             for line in self._info_lines(board, decision, adjusted, elapsed):
                 self.send(line)
         self.send(f"info string rule {decision.rule}")
         best: str = decision.move.uci()
         return best
+
+    def _can_search(self) -> bool:
+        """Whether option Search applies to the model: a bc model's scores are move
+        probabilities, not win probabilities, so a look-ahead over them means nothing; it
+        plays without search, said in an `info string`."""
+        if self.load_scorer().predictor != "bc":
+            return True
+        self.send(
+            "info string Search ignored: a bc (behavioural cloning) model scores moves by "
+            "policy probability, not win probability, so look-ahead is meaningless; "
+            "playing the policy without search"
+        )
+        return False
 
     def _searched(self, board: chess.Board, limits: GoLimits, start: float) -> list[MoveScore]:
         """Option Search: the look-ahead of engine/search.py within `go`'s bounds (nodes,

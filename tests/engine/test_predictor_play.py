@@ -128,3 +128,66 @@ def test_analyse_shows_every_legal_move_of_sv_and_bc_files(tmp_path, predictor):
     report = json.loads(done.stdout)
     assert predictor in report["model_description"]
     assert len(report["moves"]) == 20
+
+
+def test_uci_search_on_a_bc_file_says_so_and_plays_the_policy(tmp_path):
+    """Option Search on a bc file: an `info string` says look-ahead means nothing for move
+    probabilities, no searching `info` lines come, and a legal move is played; an sv
+    file searches as asked."""
+    from tests.helpers.uci import RawEngine
+
+    engine = RawEngine("--model", str(_export(tmp_path, "bc")))
+    try:
+        engine.send("setoption name Search value true")
+        engine.send("position startpos")
+        engine.send("go nodes 50")
+        lines = engine.read_until("bestmove", timeout=60)
+    finally:
+        engine.close()
+    said = [line for line in lines if line.startswith("info string Search ignored")]
+    assert len(said) == 1 and "bc" in said[0] and "without search" in said[0]
+    assert any(" multipv 1 " in line for line in lines)  # the one pass's lines
+    assert not any(line.startswith("info depth") and " nodes 50 " in line for line in lines)
+    assert chess.Move.from_uci(lines[-1].split()[1]) in chess.Board().legal_moves
+
+    sv = RawEngine("--model", str(_export(tmp_path, "sv")))
+    try:
+        sv.send("setoption name Search value true")
+        sv.send("position startpos")
+        sv.send("go nodes 50")
+        lines = sv.read_until("bestmove", timeout=60)
+    finally:
+        sv.close()
+    assert not any("Search ignored" in line for line in lines)
+    assert any(line.startswith("info depth") and " nodes 50 " in line for line in lines)
+
+
+def test_analyse_labels_bc_scores_as_policy_and_refuses_search(tmp_path):
+    import subprocess
+
+    from tests.conftest import ENGINE_CMD, REPO
+
+    path = _export(tmp_path, "bc")
+    base = [*ENGINE_CMD, "analyse", "--model", str(path), "--threads", "1", "--search", "8"]
+    table = subprocess.run(base, cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert table.returncode == 0, table.stderr
+    assert "--search ignored" in table.stderr and "bc" in table.stderr
+    header = next(line for line in table.stdout.splitlines() if "move" in line and "san" in line)
+    assert "policy %" in header and "win %" not in header and "cp" not in header.split()
+    assert "search    " not in table.stdout
+    done = subprocess.run([*base, "--json"], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["score"] == "policy" and "search" not in report
+    assert all(m["cp"] is None for m in report["moves"])
+    assert sum(m["win"] for m in report["moves"]) == pytest.approx(1.0, abs=1e-3)
+
+    sv = subprocess.run(
+        [*ENGINE_CMD, "analyse", "--model", str(_export(tmp_path, "sv")), "--threads", "1"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert sv.returncode == 0, sv.stderr
+    assert "win %" in sv.stdout and "policy %" not in sv.stdout
