@@ -139,6 +139,27 @@ class StockfishScorer:
                 values[move] = 1.0 - score_to_win(reply[-1][0])
         return values
 
+    def score_best(
+        self, board: chess.Board, limit: chess.engine.Limit
+    ) -> tuple[chess.Move, float] | None:
+        """The cheap label (what the sv and bc predictors need): ``board``'s best move and its
+        win probability for the mover, from ONE search without MultiPV, the settled moves
+        (mate 1.0, stalemate 0.5) beside it as in :meth:`score_moves`. None without a legal
+        move. Ties go to the legal-move order's first, as the best of :meth:`score_moves`."""
+        values, searched = settled_and_searched(board)
+        if searched and max(values.values(), default=0.0) < 1.0:
+            restricted = searched if values else []  # all legal moves: no searchmoves
+            lines = list(self._search(board, limit, restricted))
+            if not lines:
+                raise StockfishError(f"no score for {board.fen()}")
+            score, first = lines[0]
+            values[chess.Move.from_uci(first)] = score_to_win(score)
+        if not values:
+            return None
+        order = {move: i for i, move in enumerate(board.legal_moves)}
+        best = max(values, key=lambda m: (values[m], -order[m]))
+        return best, values[best]
+
     # -- life ---------------------------------------------------------------------------------
 
     def quit(self) -> None:
