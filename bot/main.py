@@ -95,6 +95,13 @@ class Bot:
             getattr(self.scorer, "provider", "?"),  # a silent CPU fallback must be visible
         )
         engine = self.config.engine
+        if engine.search.enabled and getattr(self.scorer, "predictor", "av") == "bc":
+            # a bc model's scores are policy probabilities, not win chances: nothing to back up
+            log.warning(
+                "event=search_off reason=bc_model detail=engine.search needs win probabilities; "
+                "a behavioural-cloning model plays its one-pass policy"
+            )
+            engine.search.enabled = False
         wants_stockfish = engine.fallback == "stockfish"
         stockfish = find_stockfish(engine.stockfish_path) if wants_stockfish else None
         model_name = getattr(getattr(self.scorer, "path", None), "name", "oneply")

@@ -622,3 +622,20 @@ def test_unreachable_server_retries_with_capped_backoff_and_no_traceback(tmp_pat
     assert len(lines) >= 3 and url in lines[0]
     delays = [float(line.split("retry_in_s=")[1].split()[0]) for line in lines]
     assert max(delays) <= 0.2
+
+
+def test_a_bc_model_turns_engine_search_off_at_start_up(server, tmp_path, caplog):
+    """engine.search backs up win probabilities; a bc model's scores are policy
+    probabilities, so the bot says so once and plays the one-pass policy."""
+    pytest.importorskip("torch")
+    from oneply.training.export import export_model
+    from tests.helpers.model_helpers import predictor_model
+
+    path = tmp_path / "bc.onnx"
+    export_model(predictor_model("bc"), path, preset="tiny", trained=False)
+    search = {"enabled": True, "nodes": 16}
+    config = make_config(server, tmp_path, engine={"fallback": "random", "search": search})
+    with caplog.at_level(logging.WARNING):
+        Bot(config, scorer=Scorer(path, threads=1)).start_services()
+    assert config.engine.search.enabled is False
+    assert "event=search_off reason=bc_model" in caplog.text
