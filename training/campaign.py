@@ -114,7 +114,7 @@ def session_row(args: argparse.Namespace) -> dict[str, Any]:
         )
     return {
         "session": args.session,
-        "init": summary.get("init"),
+        "init": shipped_path(summary.get("init")),
         "steps": checkpoint["step"],
         "positions_seen": checkpoint["step"] * summary.get("batch", 0),
         "train_seconds": (
@@ -129,6 +129,19 @@ def session_row(args: argparse.Namespace) -> dict[str, Any]:
         "val_accuracy": metrics.get("val_accuracy"),
         "puzzle_check": metrics.get("puzzle_accuracy"),
     }
+
+
+def shipped_path(value: Any) -> Any:
+    """`value` with a path inside the repository made repo-relative (anything else unchanged).
+
+    Why: the ledger and latest.onnx are committed and shipped; they must not name the
+    machine a session ran on (tests/engine/test_readme.py checks)."""
+    if not isinstance(value, str) or not Path(value).is_absolute():
+        return value
+    try:
+        return str(Path(value).resolve().relative_to(REPO_ROOT.resolve()))
+    except ValueError:
+        return Path(value).name
 
 
 def update_ledger(ledger: list[dict], row: dict) -> list[dict]:
@@ -199,7 +212,7 @@ def save(args: argparse.Namespace) -> int:
         model,
         ledger_dir / LATEST,
         preset=checkpoint.get("preset", "small"),
-        training=checkpoint.get("summary", {}),
+        training={k: shipped_path(v) for k, v in checkpoint.get("summary", {}).items()},
     )
     path = ledger_dir / LEDGER
     ledger = json.loads(path.read_text()) if path.exists() else []
