@@ -26,45 +26,58 @@ def _accuracy(result: SuiteResult, kind: str) -> float | None:
     return None if report is None else float(report["accuracy"])
 
 
-def curve_json(model: str, points: list[SuiteResult]) -> dict[str, Any]:
-    """What the PNG shows, as numbers: per budget, rating with its 95% interval, puzzles
-    (`model` as the results file should name it)."""
+def curve_point(p: SuiteResult) -> dict[str, Any]:
+    """One budget's point as the JSON file keeps it: rating with its 95% interval, puzzles,
+    the games against each opponent."""
     return {
-        "model": model,
-        "points": [
-            {
-                "nodes": p.search_nodes,
-                "rating": p.rating.to_dict() if p.rating else None,
-                "puzzles_argmax": _accuracy(p, "argmax"),
-                "puzzles_policy": _accuracy(p, "policy"),
-                "opponents": [o.to_dict() for o in p.opponents],
-                "seconds": p.seconds,
-            }
-            for p in points
-        ],
+        "nodes": p.search_nodes,
+        "rating": p.rating.to_dict() if p.rating else None,
+        "puzzles_argmax": _accuracy(p, "argmax"),
+        "puzzles_policy": _accuracy(p, "policy"),
+        "opponents": [o.to_dict() for o in p.opponents],
+        "seconds": p.seconds,
     }
 
 
-def curve_table(points: list[SuiteResult]) -> str:
+def merge_points(kept: list[dict[str, Any]], new: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The curve grown by `new`: a budget measured again replaces its old point, the other
+    budgets of the earlier file are kept, ordered by nodes.
+
+    Why: a point costs minutes to hours (512 nodes a move over dozens of games), so a curve is
+    extended one budget at a time rather than measured again whole."""
+    budgets = {p["nodes"] for p in new}
+    return sorted([p for p in kept if p["nodes"] not in budgets] + new, key=lambda p: p["nodes"])
+
+
+def curve_json(model: str, points: list[dict[str, Any]]) -> dict[str, Any]:
+    """What the PNG shows, as numbers (`model` as the results file should name it)."""
+    return {"model": model, "points": points}
+
+
+def _rating(point: dict[str, Any]) -> str:
+    r = point["rating"]
+    return f"{r['rating']:6.0f} [{r['lower']:.0f}, {r['upper']:.0f}]" if r else "–"
+
+
+def _percent(value: float | None) -> str:
+    return "–" if value is None or math.isnan(value) else f"{value:.1%}"
+
+
+def curve_table(points: list[dict[str, Any]]) -> str:
     """The curve in the terminal: one row per budget."""
     rows = ["nodes  rating (95%)        puzzles argmax  policy  games"]
     for p in points:
-        rating = (
-            f"{p.rating.rating:6.0f} [{p.rating.lower:.0f}, {p.rating.upper:.0f}]"
-            if p.rating
-            else "–"
+        games = " ".join(
+            f"{o['name']} {o['wins']}/{o['draws']}/{o['losses']}" for o in p["opponents"]
         )
-        argmax, policy = _accuracy(p, "argmax"), _accuracy(p, "policy")
-        games = " ".join(f"{o.name} {o.wins}/{o.draws}/{o.losses}" for o in p.opponents)
         rows.append(
-            f"{p.search_nodes:5d}  {rating:<19}  "
-            f"{'–' if argmax is None else f'{argmax:.1%}':>14}  "
-            f"{'–' if policy is None else f'{policy:.1%}':>6}  {games}"
+            f"{p['nodes']:5d}  {_rating(p):<19}  {_percent(p['puzzles_argmax']):>14}  "
+            f"{_percent(p['puzzles_policy']):>6}  {games}"
         )
     return "\n".join(rows)
 
 
-def plot_curve(path: str, model: str, points: list[SuiteResult]) -> bool:
+def plot_curve(path: str, model: str, points: list[dict[str, Any]]) -> bool:
     """Left: rating with its 95% interval against nodes (log scale); right: dev puzzles
     solved against nodes. False (and a message) without matplotlib."""
     plt = pyplot()
@@ -72,19 +85,19 @@ def plot_curve(path: str, model: str, points: list[SuiteResult]) -> bool:
         return False
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     fig, (rating_ax, puzzles_ax) = plt.subplots(1, 2, figsize=(11, 4.2))
-    rated = [p for p in points if p.rating is not None]
+    rated = [(p["nodes"], p["rating"]) for p in points if p["rating"] is not None]
     if rated:
-        x = [p.search_nodes for p in rated]
-        y = [p.rating.rating for p in rated if p.rating]
-        low = [p.rating.rating - p.rating.lower for p in rated if p.rating]
-        high = [p.rating.upper - p.rating.rating for p in rated if p.rating]
+        x = [n for n, _ in rated]
+        y = [r["rating"] for _, r in rated]
+        low = [r["rating"] - r["lower"] for _, r in rated]
+        high = [r["upper"] - r["rating"] for _, r in rated]
         rating_ax.errorbar(x, y, yerr=[low, high], marker="o", capsize=3)
     rating_ax.set_xscale("log", base=2)
     rating_ax.set_xlabel("nodes per move")
     rating_ax.set_ylabel("rating (suite's anchored scale)")
     rating_ax.set_title("games")
     for kind in ("argmax", "policy"):
-        solved = [(p.search_nodes, _accuracy(p, kind)) for p in points]
+        solved = [(p["nodes"], p[f"puzzles_{kind}"]) for p in points]
         shown = [(n, a) for n, a in solved if a is not None and not math.isnan(a)]
         if shown:
             puzzles_ax.plot(*zip(*shown, strict=True), marker="o", label=kind)

@@ -25,6 +25,7 @@ per move; the report puts the two side by side.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 from dataclasses import dataclass, field
@@ -313,7 +314,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="also the suite at each look-ahead budget, games and puzzles capped at N nodes "
         f"per move, e.g. {','.join(map(str, DEFAULT_NODES))}: the strength-against-nodes curve",
     )
-    parser.add_argument("--curve-json", metavar="JSON", help="write the nodes curve here")
+    parser.add_argument(
+        "--curve-json",
+        metavar="JSON",
+        help="write the nodes curve here (an existing curve of the same model keeps its other "
+        "budgets: the curve grows one budget at a time)",
+    )
     parser.add_argument("--curve-plot", metavar="PNG", help="plot the nodes curve here")
     games = parser.add_argument_group("games per opponent (0 skips it)")
     for opponent in SUITE:
@@ -393,16 +399,21 @@ def nodes_curve(args: argparse.Namespace) -> int:
     """--nodes-curve: the suite at each budget, its table, JSON and plot."""
     from oneply.arena import search_curve as curve
 
-    points = []
+    results = []
     for budget in args.nodes_curve:
-        points.append(run_suite(args, args.model, budget, cap_games=True))
-        if points[-1].interrupted:  # keep what was played
+        results.append(run_suite(args, args.model, budget, cap_games=True))
+        if results[-1].interrupted:  # keep what was played
             break
+    points = [curve.curve_point(r) for r in results]
+    model = portable_path(args.model)
+    if args.curve_json and Path(args.curve_json).is_file():
+        earlier = json.loads(Path(args.curve_json).read_text())
+        if earlier.get("model") == model:  # the curve grows by these budgets
+            points = curve.merge_points(earlier.get("points", []), points)
     print(curve.curve_table(points))
     if args.curve_json:
-        data = curve.curve_json(portable_path(args.model), points)
-        match.write_json(args.curve_json, data)
+        match.write_json(args.curve_json, curve.curve_json(model, points))
         print(f"  wrote {args.curve_json}")
     if args.curve_plot and curve.plot_curve(args.curve_plot, args.model, points):
         print(f"  wrote {args.curve_plot}")
-    return 130 if points[-1].interrupted else 0
+    return 130 if results[-1].interrupted else 0

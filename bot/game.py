@@ -257,7 +257,13 @@ class Game:
         if not search.enabled:
             return self.s.batcher.score(board, timeout=timeout)
         if self.tree is None:
-            self.tree = TreeSearch(BatcherScorer(self.s.batcher), batch=search.batch)
+            tables = self.s.book.tablebase if self.s.book is not None else None
+            self.tree = TreeSearch(
+                BatcherScorer(self.s.batcher),
+                batch=search.batch,
+                tablebase=tables,  # engine.syzygy settles the tree's endings too
+                tablebase_pieces=self.s.config.engine.syzygy.max_pieces,
+            )
         assert isinstance(self.tree.scorer, BatcherScorer)
         self.tree.scorer.timeout = timeout
         limits = Limits(nodes=search.nodes, seconds=search.time_share * budget, stop=self.stop)

@@ -5,11 +5,13 @@ package the bot and the arena both build on, so neither imports the other."""
 
 from __future__ import annotations
 
+import os
 import random
 from typing import Any
 
 import chess
 import chess.polyglot
+import chess.syzygy
 
 
 def weighted_walk(
@@ -32,9 +34,30 @@ def weighted_walk(
 
 
 def open_tablebase(path: str | None) -> Any:
-    """The Syzygy tables in ``path`` (python-chess's prober), or None without a path."""
+    """The Syzygy tables in ``path`` (python-chess's prober; ``path`` may hold several
+    directories separated by ``os.pathsep``, as Stockfish's SyzygyPath), or None without a
+    path. A directory that does not exist raises FileNotFoundError."""
     if not path:
         return None
-    import chess.syzygy
+    first, *others = path.split(os.pathsep)
+    for directory in (first, *others):
+        if not os.path.isdir(directory):
+            raise FileNotFoundError(f"no Syzygy directory {directory!r}")
+    tables = chess.syzygy.open_tablebase(first)
+    for directory in others:
+        tables.add_directory(directory)
+    return tables
 
-    return chess.syzygy.open_tablebase(path)
+
+def tablebase_value(tables: Any, board: chess.Board, max_pieces: int) -> float | None:
+    """The tables' verdict on ``board`` as a win probability for the side to move (1 won,
+    0.5 drawn — cursed wins and blessed losses too, as the fifty-move rule makes them —,
+    0 lost), or None when the tables do not cover it (castling rights, more than
+    ``max_pieces`` pieces, a table that is missing)."""
+    if tables is None or board.castling_rights or chess.popcount(board.occupied) > max_pieces:
+        return None
+    try:
+        wdl = tables.probe_wdl(board)
+    except (KeyError, chess.syzygy.MissingTableError):
+        return None
+    return 1.0 if wdl > 1 else 0.0 if wdl < -1 else 0.5

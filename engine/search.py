@@ -11,7 +11,9 @@ two changes for an action-value net (issue 19):
 
 Leaves are gathered ``batch`` at a time (virtual loss keeps one walk from repeating another)
 and scored in one `score_many` call, the same batched path the engine and the bot use.
-Checkmates, stalemates and draws by rule are scored exactly, without the network. The tree
+Checkmates, stalemates and draws by rule are scored exactly, without the network; so are
+positions below the root that Syzygy tables cover, when tables are given (UCI option
+SyzygyPath, the bot's engine.syzygy): a node the tables settle costs no network call. The tree
 under the move played is kept for the next search (`advance`).
 
 Values are win probabilities for the side to move at the node they belong to; an edge's value
@@ -25,10 +27,12 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import chess
 import numpy as np
 
+from oneply.engine.books import tablebase_value
 from oneply.engine.inference import MoveScore, MoveScorer
 
 #: virtual loss: a leaf being evaluated counts as a loss for whoever walks into it again
@@ -63,6 +67,7 @@ class Info:
     pv: list[chess.Move]
     #: moves to mate along the pv when it ends in checkmate (negative: the root side is mated)
     mate: int | None = None
+    tbhits: int = 0  # positions the Syzygy tables settled
 
     @property
     def nps(self) -> int:
@@ -143,8 +148,13 @@ class TreeSearch:
         c_puct: float = 1.5,
         temperature: float = 0.05,
         batch: int = 8,
+        tablebase: Any = None,
+        tablebase_pieces: int = 7,
     ) -> None:
         self.scorer, self.c_puct, self.temperature, self.batch = scorer, c_puct, temperature, batch
+        #: Syzygy tables (engine/books.open_tablebase) and the most pieces they are asked about
+        self.tablebase, self.tablebase_pieces = tablebase, tablebase_pieces
+        self.tbhits = 0  # positions of the current search the tables settled
         self.root: Node | None = None
         self.root_ply = 0  # plies of the current root's game (depth = plies below it)
         self.call_seconds = 0.0  # the last network call's duration: the next one is not
@@ -173,7 +183,7 @@ class TreeSearch:
         todo = []
         for leaf in leaves:
             owed = at_root and any(leaf.board.legal_moves)
-            leaf.terminal = None if owed else exact_value(leaf.board)
+            leaf.terminal = None if owed else self._exact(leaf.board)
             if leaf.terminal is None:
                 todo.append(leaf)
             leaf.expanded = True
@@ -194,6 +204,14 @@ class TreeSearch:
             leaf.visits = np.zeros(len(wins))
             leaf.totals = np.zeros(len(wins))
         self.nodes += len(todo)
+
+    def _exact(self, board: chess.Board) -> float | None:
+        """A finished game's value, else the tables' verdict when they cover the position."""
+        value = exact_value(board)
+        if value is None and self.tablebase is not None:
+            value = tablebase_value(self.tablebase, board, self.tablebase_pieces)
+            self.tbhits += value is not None
+        return value
 
     def _select(self, node: Node) -> int:
         total = node.visits.sum()
@@ -236,7 +254,7 @@ class TreeSearch:
         start = time.perf_counter()
         root = self.root = self._root_for(board)
         self.root_ply = len(root.board.move_stack)
-        self.nodes = self.walks = 0
+        self.nodes = self.walks = self.tbhits = 0
         if root.terminal is not None:  # a draw by rule in the kept tree: searched from here
             root.expanded = False
         if root.expanded:  # kept from the last search: its mates too
@@ -310,6 +328,7 @@ class TreeSearch:
             value=self.root.value(),
             pv=pv,
             mate=mate_along(self.root.board, pv),
+            tbhits=self.tbhits,
         )
 
     def best_index(self, node: Node) -> int:

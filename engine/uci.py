@@ -14,11 +14,12 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from typing import TextIO
+from typing import Any, TextIO
 
 import chess
 
 from oneply.engine import __version__
+from oneply.engine.books import open_tablebase
 from oneply.engine.fallback import Fallback
 from oneply.engine.inference import MoveScore, Scorer
 from oneply.engine.model_file import BUNDLED_MODEL, ENV_VAR, ModelFileError, add_model_argument
@@ -68,6 +69,7 @@ class UciEngine:
         self.policy = MovePolicy(warn=lambda message: self.send(f"info string warning: {message}"))
         self.scorer: Scorer | None = None
         self.tree: TreeSearch | None = None  # look-ahead (option Search), kept between moves
+        self.tablebase: Any = None  # Syzygy tables of option SyzygyPath (the look-ahead's)
         self.fallback = Fallback(find_stockfish(""))  # when inference fails
         self._loaded_with: tuple[str, int] | None = None  # (ModelFile, Threads) of `scorer`
         self.debug = False
@@ -83,6 +85,8 @@ class UciEngine:
                 Option("Ponder", "check", False),
                 Option("Search", "check", False),
                 Option("SearchNodes", "spin", 0, 0, 10_000_000),
+                Option("SyzygyPath", "string", ""),
+                Option("SyzygyProbeLimit", "spin", 7, 0, 7),
                 *(Option(*spec) for spec in MovePolicy.UCI_OPTIONS),
             ]
         }
@@ -190,6 +194,9 @@ class UciEngine:
             if option.name == "StockfishPath":
                 self.fallback.close()
                 self.fallback = Fallback(find_stockfish(self.policy.config.stockfish_path))
+        elif option.name.startswith("Syzygy"):
+            option.value = option.parse(raw)
+            self._open_tables()
         else:  # ModelFile and Threads: the model is reloaded now, never inside a timed `go`
             value = option.parse(raw)
             if value == option.value and self.scorer is not None:
@@ -199,6 +206,23 @@ class UciEngine:
                 self.load_scorer()
             except ModelFileError as error:  # the previous model (if any) stays in use
                 raise UciError(str(error)) from None
+
+    def _open_tables(self) -> None:
+        """Options SyzygyPath (directories joined by the OS path separator, as Stockfish
+        takes them) and SyzygyProbeLimit: the tables the look-ahead settles positions with.
+        Only Search true reads them; the one-pass engine plays the model's move."""
+        if self.tablebase is not None:
+            self.tablebase.close()
+        self.tablebase, self.tree = None, None  # the tree is rebuilt with the tables
+        path = str(self.option("SyzygyPath"))
+        try:
+            self.tablebase = open_tablebase(path)
+        except OSError as error:
+            self.options["syzygypath"].value = ""
+            raise UciError(f"SyzygyPath: {error}; no tables in use") from None
+        if self.tablebase is not None:
+            found = len(self.tablebase.wdl)
+            self.send(f"info string {found} Syzygy tables found in {clip(path, MAX_QUOTE)}")
 
     def cmd_position(self, args: list[str]) -> None:
         """`position startpos|fen <FEN> [moves …]`; the position changes only when valid."""
@@ -262,6 +286,8 @@ class UciEngine:
         self.wait_search()
         self.policy.close()
         self.fallback.close()
+        if self.tablebase is not None:
+            self.tablebase.close()
         self.running = False
 
     def wait_search(self) -> None:
@@ -371,7 +397,8 @@ class UciEngine:
         under a clock can be played at a fixed budget), its moves ranked for the policy."""
         scorer = self.load_scorer()
         if self.tree is None or self.tree.scorer is not scorer:
-            self.tree = TreeSearch(scorer)
+            limit = int(self.option("SyzygyProbeLimit"))
+            self.tree = TreeSearch(scorer, tablebase=self.tablebase, tablebase_pieces=limit)
         deadline = self._deadline(limits, board.turn, start)
         bounded = limits.infinite or limits.ponder or limits.depth or deadline is not None
         cap = int(self.option("SearchNodes"))  # a node cap per move as well (0: none)
@@ -436,6 +463,7 @@ def search_line(info: Info) -> str:
         f"info depth {info.depth} seldepth {info.seldepth} multipv 1 score {score} "
         f"nodes {info.nodes} nps {info.nps} time {int(info.seconds * 1000)}"
     )
+    line += f" tbhits {info.tbhits}" if info.tbhits else ""
     return line + (" pv " + " ".join(m.uci() for m in info.pv) if info.pv else "")
 
 

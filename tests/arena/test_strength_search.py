@@ -87,3 +87,9 @@ def test_nodes_curve_end_to_end(tiny_onnx, tmp_path, capsys) -> None:
     assert plot.stat().st_size > 0
     table = capsys.readouterr().out
     assert "nodes  rating" in table and "greedy" in table
+    # one more budget later: the curve grows, the earlier points stay as they were
+    grown = [a if a != "1,6" else "3" for a in args]
+    assert cli_main(grown) == 0
+    merged = json.loads(curve.read_text())["points"]
+    assert [p["nodes"] for p in merged] == [1, 3, 6]
+    assert [merged[0], merged[2]] == points

@@ -4,9 +4,7 @@ are played and each is logged as the rule that chose it."""
 from __future__ import annotations
 
 import logging
-import os
 import re
-from pathlib import Path
 
 import chess
 import chess.polyglot
@@ -19,21 +17,10 @@ from tests.bot.test_bot import finished, make_config, running_bot
 from tests.bot.test_bot import private_heartbeat as private_heartbeat  # noqa: F401 - fixture
 from tests.bot.test_bot import scorer as scorer  # noqa: F401 - fixture
 from tests.bot.test_bot import server as server  # noqa: F401 - fixture
-from tests.conftest import REPO
 from tests.helpers.lichess_server import idle_opponent, random_opponent
+from tests.helpers.syzygy import SYZYGY, needs_tables
 
 BOOK = next((str(path) for path in DEBIAN_BOOKS if path.exists()), None)
-
-
-def syzygy_dir() -> str | None:
-    """3–4-piece tables as tests/run.sh provides them ($ONEPLY_SYZYGY or .cache/syzygy)."""
-    for candidate in (os.environ.get("ONEPLY_SYZYGY", ""), str(REPO / ".cache" / "syzygy")):
-        if candidate and (Path(candidate) / "KQvK.rtbw").exists():
-            return candidate
-    return None
-
-
-SYZYGY = syzygy_dir()
 
 
 def moves_logged(caplog, game_id: str) -> list[tuple[int, str, str]]:
@@ -62,7 +49,7 @@ def test_book_moves_up_to_max_depth(server, tmp_path, scorer, caplog):
     assert server.games[game_id].moves[0] == best
 
 
-@pytest.mark.skipif(SYZYGY is None, reason="no Syzygy tables here (tests/run.sh fetches them)")
+@needs_tables
 def test_tablebase_wins_a_won_ending(server, tmp_path, scorer, caplog):
     caplog.set_level(logging.INFO, logger="oneply.bot")
     syzygy = {"enabled": True, "paths": [SYZYGY], "max_pieces": 4}
@@ -80,7 +67,7 @@ def test_tablebase_wins_a_won_ending(server, tmp_path, scorer, caplog):
     assert {rule for _, _, rule in logged} == {"tablebase_win"}
 
 
-@pytest.mark.skipif(SYZYGY is None, reason="no Syzygy tables here (tests/run.sh fetches them)")
+@needs_tables
 def test_tablebase_keeps_a_drawn_ending_drawn(server, tmp_path, scorer, caplog):
     caplog.set_level(logging.INFO, logger="oneply.bot")
     syzygy = {"enabled": True, "paths": [SYZYGY]}
