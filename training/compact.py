@@ -11,6 +11,17 @@ trainer reads them in — so a v2 shard stores only what cannot be recomputed::
                                       values uint16 [M]     win probability × 65535, rounded
         meta.json    format, count, action_values, sha256 (of data.npz), whatever the writer adds
 
+A *best-only* shard (meta.json ``"labels": "best"``, written by ``generate --labels best``)
+labels one move per position — Stockfish's best, from one search without MultiPV — which is
+all the sv and bc predictors read. It has the same arrays (so the same checks, reader and
+writer) plus ``best uint8 [P]``, the slot (in generation order) of the labelled move; every
+other move's stored value is 0 and means *not scored*. The reader returns those as
+:data:`UNSCORED` (−1.0): below every real value, so the sv target (the row's maximum) is the
+best value and the bc target (the first argmax) is the best move's slot, exactly — also when
+the best value is 0.0 (a lost position), where a 0 sentinel would tie. The writer marks the
+unscored moves of a record the same way (value :data:`UNSCORED`). Shards without ``labels``
+hold every move's value (``all``).
+
 Reading loads the (small) arrays into memory once; a row's move ids are recomputed from its
 tokens when the row is read (tokens → FEN → python-chess legal moves), which also checks the
 count stored beside them. Quantising to 1/65535 is far below the resolution of the value
@@ -36,6 +47,10 @@ DATA = "data.npz"
 SCALE = 65535
 _CHARACTER_BYTES = np.frombuffer(CHARACTERS.encode(), dtype=np.uint8)
 _EMPTY_RUN = re.compile(r"\.+")
+#: a move whose value a best-only shard does not hold (see the module docstring)
+UNSCORED = -1.0
+#: meta.json ``labels`` of a best-only shard; absent means every move is scored
+BEST_ONLY = "best"
 
 
 def fen_of_tokens(state: np.ndarray) -> str:
@@ -66,8 +81,11 @@ def dequantise(values: np.ndarray) -> np.ndarray:
     return values.astype(np.float32) / np.float32(SCALE)
 
 
-def pack(states: np.ndarray, wins: Sequence[np.ndarray]) -> dict[str, np.ndarray]:
-    """Check the writer's input and build the three arrays of a v2 shard."""
+def pack(
+    states: np.ndarray, wins: Sequence[np.ndarray], best_only: bool = False
+) -> dict[str, np.ndarray]:
+    """Check the writer's input and build the three arrays of a v2 shard (four with
+    ``best_only``: each row then holds exactly one value, the rest :data:`UNSCORED`)."""
     states = np.asarray(states)
     if states.ndim != 2 or states.shape[1] != STATE_LENGTH:
         raise ValueError(f"states must have shape [P, {STATE_LENGTH}], got {states.shape}")
@@ -79,13 +97,19 @@ def pack(states: np.ndarray, wins: Sequence[np.ndarray]) -> dict[str, np.ndarray
     if len(counts) and (counts.min() < 1 or counts.max() > 255):
         raise ValueError("every position needs 1 to 255 legal moves (drop mates and stalemates)")
     flat = np.concatenate([np.asarray(w, np.float64) for w in wins]) if len(wins) else np.zeros(0)
+    arrays: dict[str, np.ndarray] = {"states": states.astype(np.uint8)}
+    if best_only and len(counts):
+        scored = flat != UNSCORED
+        starts = np.cumsum(counts) - counts
+        if np.any(np.add.reduceat(scored.astype(np.int64), starts) != 1):
+            raise ValueError("a best-only row needs exactly one scored move")
+        arrays["best"] = (np.flatnonzero(scored) - starts).astype(np.uint8)
+        flat = np.where(scored, flat, 0.0)
+    elif best_only:
+        arrays["best"] = np.zeros(0, np.uint8)
     if len(flat) and not (np.all(flat >= 0.0) and np.all(flat <= 1.0)):
         raise ValueError("win probabilities must be in [0, 1]")
-    return {
-        "states": states.astype(np.uint8),
-        "counts": counts.astype(np.uint8),
-        "values": quantise(flat),
-    }
+    return {**arrays, "counts": counts.astype(np.uint8), "values": quantise(flat)}
 
 
 def save(directory: Path, arrays: dict[str, np.ndarray]) -> None:
@@ -101,7 +125,8 @@ def save(directory: Path, arrays: dict[str, np.ndarray]) -> None:
 def load(directory: Path) -> dict[str, np.ndarray]:
     """The arrays of data.npz, in memory; missing or corrupt data raises OSError/ValueError."""
     with np.load(directory / DATA, allow_pickle=False) as data:
-        return {name: data[name] for name in ("states", "counts", "values")}
+        names = ("states", "counts", "values", "best")
+        return {name: data[name] for name in names if name != "best" or name in data.files}
 
 
 def check(arrays: dict[str, np.ndarray], meta: dict) -> str | None:
@@ -121,4 +146,19 @@ def check(arrays: dict[str, np.ndarray], meta: dict) -> str | None:
         return f"{len(values)} values, counts sum to {int(counts.sum())}"
     if len(states) and states.max() >= VOCAB_SIZE:
         return f"states: token ids must be < {VOCAB_SIZE}"
+    return _check_best(arrays, meta)
+
+
+def _check_best(arrays: dict[str, np.ndarray], meta: dict) -> str | None:
+    """What is wrong with a best-only shard's ``best`` array (or its absence), or None."""
+    best_only = meta.get("labels", "all") == BEST_ONLY
+    if "best" not in arrays:
+        return "best: missing (meta.json says labels: best)" if best_only else None
+    best, counts = arrays["best"], arrays["counts"]
+    if not best_only:
+        return "best: present, but meta.json does not say labels: best"
+    if best.dtype != np.uint8 or best.shape != counts.shape:
+        return f"best: dtype {best.dtype} shape {best.shape}, expected uint8 {counts.shape}"
+    if len(best) and np.any(best >= counts):
+        return "best: a slot beyond its position's legal moves"
     return None

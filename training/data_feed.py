@@ -159,6 +159,7 @@ class DataFeed:
                 "(annotate or generate some first, or use --follow to wait for them)"
             )
         views = [self.views.train(s) for s in segment.shards]
+        self._check_labels(segment.shards, [v[0] for v in views])
         lengths = np.concatenate([v[2] for v in views]) if views else np.zeros(0, np.int64)
         if not check and len(lengths) < self.config.batch * self.info.world:
             return False
@@ -169,6 +170,20 @@ class DataFeed:
         self.order = BatchOrder(lengths, c.batch, c.bucket, c.seed, info.rank, info.world, stream)
         self.val = self._val_positions(segment.shards)
         return True
+
+    def _check_labels(self, shards: list[str], datasets: list[AnnotatedDataset]) -> None:
+        """av trains on every move's value: best-only shards (``generate --labels best``,
+        one scored move per position) would teach it the sentinel, so they are refused."""
+        if self.config.predictor != "av":
+            return
+        best = [s for s, d in zip(shards, datasets, strict=True) if "best" in d.labels]
+        if best:
+            more = f" and {len(best) - 1} more shard(s)" if len(best) > 1 else ""
+            raise CommandError(
+                f"--predictor av needs every move's value, but {best[0]}{more} holds best-only "
+                "labels (generate --labels best): train them with --predictor sv or bc, "
+                "or give all-moves data (generate --labels all)"
+            )
 
     def _val_positions(self, shards: list[str]) -> Positions:
         """The val positions of the first shards, up to val_positions: new shards only count

@@ -189,8 +189,10 @@ def write_compact_shard(
     path: Path, states: np.ndarray, wins: Sequence[np.ndarray], meta: dict | None = None
 ) -> dict:
     """Write one v2 (compact) shard atomically: ``wins[i]`` are position i's legal moves'
-    values in python-chess generation order. Returns the manifest entry, as write_shard."""
-    arrays = compact.pack(states, wins)
+    values in python-chess generation order. Returns the manifest entry, as write_shard.
+    With ``meta["labels"] == "best"`` a best-only shard: one scored value per row, the others
+    ``compact.UNSCORED`` (training/compact.py)."""
+    arrays = compact.pack(states, wins, (meta or {}).get("labels") == compact.BEST_ONLY)
 
     def fill(temporary: Path) -> dict:
         compact.save(temporary, arrays)
@@ -302,6 +304,8 @@ class Shard:
             raise DatasetError(f"{self.path}: sha256 does not match meta.json (corrupt shard)")
         self.states, self.values = arrays["states"], arrays["values"]
         self.counts = arrays["counts"]
+        #: best-only shards: the one scored slot per row (training/compact.py)
+        self.best = arrays.get("best")
         self.offsets = np.zeros(len(self.states) + 1, dtype=np.int64)
         np.cumsum(self.counts, out=self.offsets[1:])
         # move ids are recomputed from the position the first time a row is read, then kept
@@ -375,7 +379,7 @@ class Shard:
         if self.compact:
             if not self._have_moves[index]:
                 self._recompute_moves(index, state, start, stop)
-            return state, self.moves[start:stop].astype(np.int64), self._wins(start, stop)
+            return state, self.moves[start:stop].astype(np.int64), self._wins(index, start, stop)
         return (
             state,
             np.array(self.moves[start:stop], dtype=np.int64),
@@ -393,8 +397,17 @@ class Shard:
         self.moves[start:stop] = moves
         self._have_moves[index] = True
 
-    def _wins(self, start: int, stop: int) -> np.ndarray:
-        return compact.dequantise(self.values[start:stop])
+    def _wins(self, index: int, start: int, stop: int) -> np.ndarray:
+        wins = compact.dequantise(self.values[start:stop])
+        if self.best is not None:  # a best-only row: the other moves were never scored
+            slot = int(self.best[index])
+            wins[np.arange(len(wins)) != slot] = compact.UNSCORED
+        return wins
+
+    @property
+    def labels(self) -> str:
+        """``best`` for a best-only shard (one scored move per row), else ``all``."""
+        return str(self.meta.get("labels", "all"))
 
     def __iter__(self) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
         return (self[i] for i in range(len(self)))
@@ -475,6 +488,11 @@ class AnnotatedDataset:
     def __len__(self) -> int:
         return len(self._row_index)
 
+    @property
+    def labels(self) -> set[str]:
+        """The shards' labels: ``{"all"}``, ``{"best"}`` or both (training/compact.py)."""
+        return {shard.labels for shard in self.shards}
+
     def __getitem__(self, index: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         if not -len(self) <= index < len(self):
             raise IndexError(f"index {index} out of range for {len(self)} positions")
@@ -482,9 +500,13 @@ class AnnotatedDataset:
 
     @property
     def num_action_values(self) -> int:
-        """Number of (position, move) values in the chosen split."""
+        """Number of (position, move) values in the chosen split (a best-only shard holds one
+        per position)."""
         total = 0
         for s, shard in enumerate(self.shards):
             rows = self._row_index[self._shard_index == s]
-            total += int((shard.offsets[rows + 1] - shard.offsets[rows]).sum())
+            if shard.labels == compact.BEST_ONLY:
+                total += len(rows)
+            else:
+                total += int((shard.offsets[rows + 1] - shard.offsets[rows]).sum())
         return total

@@ -35,6 +35,7 @@ import numpy as np
 from tqdm import tqdm
 
 from oneply.arena.puzzles import DEV_PUZZLES, evaluate_puzzles
+from oneply.engine.errors import CommandError
 from oneply.engine.features import encode_facts
 from oneply.engine.inference import PAD_MOVE, Scorer
 from oneply.engine.values import BEST_TOLERANCE, expected_win, hl_gauss, value_to_bin
@@ -153,6 +154,11 @@ def evaluate_model(
         from oneply.training.dataset import AnnotatedDataset
 
         dataset = AnnotatedDataset(list(data), split=split, val_percent=val_percent)
+        if "best" in dataset.labels:  # Kendall τ, log loss and accuracy need every move's value
+            raise CommandError(
+                "--data holds best-only shards (generate --labels best); "
+                "evaluating on positions needs all-moves data"
+            )
         report["data"] = {"roots": [str(d) for d in data], "split": split}
         report["positions"] = evaluate_dataset(scorer, dataset, limit) if len(dataset) else {}
     if puzzles and Path(puzzles).exists():

@@ -20,6 +20,12 @@ output directory:
   between them, and the trainer reads all their directories (duplicates across hosts are
   dropped when reading, training/dataset.py).
 * ``manifest.json`` records the settings (every knob, defaults included) and the counts.
+* ``--labels best`` labels each position with Stockfish's best move and its value only (one
+  search without MultiPV, training/best_games.py): what ``fit --predictor sv|bc`` reads, at
+  about twice the positions/s. Its shards say ``labels: best`` (training/compact.py), and so
+  do the manifest's settings: a directory holds one kind of label, and a rerun with the other
+  is refused. ``all`` (the default) records nothing new, so its output and manifests are what
+  they were before the flag existed.
 * ``--json`` reports the rate and, measured in the same run on a sample of the same positions
   through the same scoring function with no game logic, Stockfish's own rate: the ratio is
   the overhead of everything else.
@@ -85,7 +91,22 @@ def checked_inputs(
     version = engine.id.get("name", "unknown")
     engine.quit()
     recorded = {"game": asdict(settings), "stockfish": version, "books": books, "eco": args.eco}
+    if args.labels != "all":  # absent means all: directories made before the flag still resume
+        recorded["labels"] = args.labels
     return recorded, books, eco
+
+
+def check_labels(out: Path, recorded: dict, manifest: dict) -> None:
+    """A directory holds one kind of label: refuse a rerun that asks for the other."""
+    if "settings" not in manifest:
+        return
+    had = manifest["settings"].get("labels", "all")
+    wanted = recorded.get("labels", "all")
+    if had != wanted:
+        raise SourceError(
+            f"{out} holds --labels {had} data and this run asks for --labels {wanted}; "
+            f"rerun with --labels {had} or use another --out"
+        )
 
 
 def run_generate(args: argparse.Namespace) -> dict:
@@ -98,6 +119,7 @@ def run_generate(args: argparse.Namespace) -> dict:
     recorded, books, eco = checked_inputs(args, settings)
     manifest_file = out / MANIFEST
     manifest = json.loads(manifest_file.read_text()) if manifest_file.exists() else {}
+    check_labels(out, recorded, manifest)
     if manifest.get("settings", recorded) != recorded:
         raise SourceError(
             f"{out} was generated with other settings ({manifest['settings']}); "
@@ -119,12 +141,15 @@ def run_generate(args: argparse.Namespace) -> dict:
     }
     if wanted <= 0:
         return result
-    writer = Writer(out, (k, n), {"settings": recorded}, SHARD_PREFIX, workers=args.workers)
+    meta = {"settings": recorded}
+    if args.labels != "all":
+        meta["labels"] = args.labels  # what the reader looks at (training/compact.py)
+    writer = Writer(out, (k, n), meta, SHARD_PREFIX, workers=args.workers)
     run = SourceRun(
         writer,
         known,
         args.workers,
-        initargs=(settings, args.stockfish, books, eco, os.getpid()),
+        initargs=(settings, args.stockfish, books, eco, os.getpid(), args.labels),
         shard_positions=args.shard_size,
         bench_sample=args.bench_sample,
         desc="generate",
@@ -159,6 +184,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     limit.add_argument("--nodes", type=int, default=None, help="node limit instead of --depth")
     parser.add_argument("--workers", type=int, default=max(1, os.cpu_count() or 1))
     parser.add_argument("--seed", type=int, default=d.seed)
+    parser.add_argument(
+        "--labels",
+        choices=("all", "best"),
+        default="all",
+        help="all: every legal move's value (any predictor); best: only the best move and its "
+        "value, one search per position (fit --predictor sv|bc; about 2x faster)",
+    )
     parser.add_argument(
         "--shard", type=parse_shard, default=(0, 1), metavar="K/N", help="play games g%%N == K"
     )

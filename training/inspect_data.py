@@ -8,7 +8,9 @@ spaced sample of at most ``--mix-limit`` positions, since it needs python-chess 
 
 ``--sample K --json`` prints K records as JSON lines instead, ``{"fen": …, "values":
 {"e2e4": 0.53, …}}``, so anyone can check the labels with their own tools (the FEN is the
-one scored, move counters included).
+one scored, move counters included). Best-only shards (``generate --labels best``) hold one
+scored move per position: their records list that move alone, their value histogram is of the
+best values, and the table says ``labels: best``.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import chess
 import numpy as np
 
 from oneply.engine.errors import CommandError
-from oneply.training.compact import board_of_tokens
+from oneply.training.compact import UNSCORED, board_of_tokens
 from oneply.training.dataset import AnnotatedDataset, DatasetError, find_shards
 from oneply.training.positions import PIECE_MATERIAL, game_phase
 
@@ -40,7 +42,8 @@ def records(dataset: AnnotatedDataset, count: int) -> list[dict]:
     for index in _spaced(len(dataset), count):
         state, _, wins = dataset[int(index)]
         board = board_of_tokens(state)
-        values = {m.uci(): round(float(w), 5) for m, w in zip(board.legal_moves, wins, strict=True)}
+        pairs = zip(board.legal_moves, wins, strict=True)
+        values = {m.uci(): round(float(w), 5) for m, w in pairs if w != UNSCORED}
         out.append({"fen": board.fen(), "values": values})
     return out
 
@@ -70,7 +73,7 @@ def mix(dataset: AnnotatedDataset, limit: int) -> dict:
         balance[max(-9, min(9, material_balance(board)))] += 1
         legal[f"{len(moves) // 10 * 10}-{len(moves) // 10 * 10 + 9}"] += 1
         captures += board.is_capture(moves[int(np.argmax(wins))])
-        values += np.histogram(wins, VALUE_BINS)[0]
+        values += np.histogram(wins[wins != UNSCORED], VALUE_BINS)[0]
         best += np.histogram([wins.max()], VALUE_BINS)[0]
     return {
         "sampled": len(chosen),
@@ -90,6 +93,7 @@ def summary(root: Path, dataset: AnnotatedDataset, limit: int) -> dict:
     formats = Counter(json.loads((s / "meta.json").read_text())["format"] for s in shards)
     return {
         "positions": len(dataset),
+        "labels": "+".join(sorted(dataset.labels)),
         "action_values": dataset.num_action_values,
         "shards": len(shards),
         "formats": dict(formats),
@@ -103,6 +107,7 @@ def table(report: dict) -> str:
     m = report["mix"]
     lines = [
         f"positions           {report['positions']:>12,}",
+        f"labels              {report['labels']:>12}",
         f"action values       {report['action_values']:>12,}",
         f"shards              {report['shards']:>12,}  {report['formats']}",
         f"bytes per position  {report['bytes_per_position']:>12}",

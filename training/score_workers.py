@@ -1,10 +1,11 @@
 """The worker side of scoring positions with Stockfish in a pool, shared by every source.
 
 Each worker (forked by training/workers.py's pool) starts one Stockfish and one
-:class:`~oneply.training.scored_games.GamePlayer`, then either plays score-driven games
-(`train generate`) or scores given positions (PGN annotation) with the same scoring call and
-limit. :func:`stockfish_rate` measures Stockfish alone on a sample of a run's positions, so a
-run can report its own overhead.
+:class:`~oneply.training.scored_games.GamePlayer` (a
+:class:`~oneply.training.best_games.BestGamePlayer` for ``generate --labels best``), then
+either plays score-driven games (`train generate`) or scores given positions (PGN annotation)
+with the same scoring call and limit. :func:`stockfish_rate` measures Stockfish alone on a
+sample of a run's positions, so a run can report its own overhead.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import chess
 import chess.polyglot
 
 from oneply.engine.tokenizer import position_key, tokenize
+from oneply.training.best_games import BestGamePlayer
 from oneply.training.scored_games import GamePlayer, GameSettings, Record
 from oneply.training.stockfish_scorer import StockfishScorer
 from oneply.training.workers import worker_pool
@@ -30,10 +32,15 @@ def _alive() -> None:
         os._exit(1)
 
 
-def init_worker(settings: GameSettings, stockfish: str, books, eco, parent: int) -> None:
+def init_worker(
+    settings: GameSettings, stockfish: str, books, eco, parent: int, labels: str = "all"
+) -> None:
+    """``labels``: ``all`` scores every legal move, ``best`` only the best move
+    (training/best_games.py)."""
     engine = StockfishScorer(stockfish)
     readers = [chess.polyglot.open_reader(p) for p in books]
-    player = GamePlayer(settings, engine, readers, eco, alive=_alive)
+    kind = BestGamePlayer if labels == "best" else GamePlayer
+    player = kind(settings, engine, readers, eco, alive=_alive)
     _worker.update(player=player, parent=parent)
 
 
@@ -60,7 +67,7 @@ def _wait_for_all(_: int) -> None:
 def _score_fen(fen: str) -> int:
     """Stockfish alone on one position: the same scoring call as the games, no game logic."""
     player: GamePlayer = _worker["player"]
-    player.engine.score_moves(chess.Board(fen), player.settings.limit())
+    player.bench(chess.Board(fen))
     return 1
 
 

@@ -128,6 +128,10 @@ class GamePlayer:
         values = self.engine.score_moves(board, self.settings.limit())
         return np.array([values[m] for m in board.legal_moves], dtype=np.float32)
 
+    def bench(self, board: chess.Board) -> None:
+        """The scoring call alone (the run's Stockfish-alone measurement)."""
+        self.engine.score_moves(board, self.settings.limit())
+
     def choose(
         self, board: chess.Board, moves: list[chess.Move], wins: np.ndarray, temperature: float, rng
     ) -> chess.Move:
