@@ -9,6 +9,12 @@ Why a budget of positions and not of wall-clock time: on a shared 2-core machine
 step takes depends on whatever else runs, while the positions a run has learnt from do not; the
 training seconds are still reported, so a variant that is slower per position shows it.
 
+With ``--cpu-hours H`` the rows get a budget of CPU time instead, labelling counted
+(training/budget.py): the rows that differ in cost — the predictors (``sv``/``bc`` learn from
+`generate --labels best` data when a data directory holds it, one Stockfish search per position
+instead of every legal move scored), label depth, model size — are compared at what they cost.
+Every row is measured on the same validation split: that of the every-move data directories.
+
 Every variant lives in ``OUT/<name>/``: its initial weights (``init.pt``), the `fit` run
 (checkpoints, so a killed ablation resumes), the exported model and ``result.json``. A finished
 variant is skipped on the next call, so two processes can share the work with ``--only`` and
@@ -29,6 +35,12 @@ from typing import Any
 from oneply.arena.puzzles import DEV_PUZZLES
 from oneply.engine.errors import CommandError
 from oneply.engine.features import GROUPS
+from oneply.training.budget import (
+    label_seconds_per_position,
+    labels_of,
+    plan,
+    train_seconds_per_position,
+)
 
 #: the architecture every variant starts from (--preset)
 BASE_PRESET = "small"
@@ -93,6 +105,19 @@ VARIANTS: tuple[Variant, ...] = (
         _facts(*GROUPS),
         {"gap_weight": 4.0},
     ),
+    # issue 22: the paper's other two predictors on the v5 inputs (compare with --cpu-hours)
+    Variant(
+        "sv",
+        "facts, state value: HL-Gauss on the position's value (its best move's)",
+        {**_facts(*GROUPS), "predictor": "sv"},
+        {"predictor": "sv"},
+    ),
+    Variant(
+        "bc",
+        "facts, behavioural cloning: cross-entropy on the best move",
+        {**_facts(*GROUPS), "predictor": "bc"},
+        {"predictor": "bc"},
+    ),
 )
 
 #: the base run's training settings (a variant overrides some)
@@ -136,16 +161,34 @@ def write_init(variant: Variant, path: Path, seed: int, preset: str = BASE_PRESE
     return model.num_parameters()
 
 
-def train_config(variant: Variant, args: argparse.Namespace, out: Path):
+def row_data(variant: Variant, directories: list[str]) -> list[str]:
+    """The directories a row learns from: an action-value row needs every move labelled; a
+    state-value or behavioural-cloning row takes `--labels best` data when there is some (what
+    it costs to label is what it needs), else the every-move data (their targets derive from
+    it)."""
+    by_kind: dict[str, list[str]] = {}
+    for directory in directories:
+        by_kind.setdefault(labels_of(directory), []).append(directory)
+    if variant.train.get("predictor", "av") != "av" and by_kind.get("best"):
+        return by_kind["best"]
+    if not by_kind.get("all"):
+        raise CommandError(
+            f"{variant.name} needs every move labelled: give a directory that `generate` wrote "
+            "without --labels best"
+        )
+    return by_kind["all"]
+
+
+def train_config(variant: Variant, args: argparse.Namespace, out: Path, positions: int):
     """The variant's `fit` settings: the base run's, its overrides, and the steps that make
-    the position budget at its batch size."""
+    `positions` at its batch size."""
     from oneply.training.config import TrainConfig
 
     settings = {**BASE_TRAIN, **variant.train}
-    steps = max(1, args.positions // settings["batch"])
+    steps = max(1, positions // settings["batch"])
     settings.setdefault("warmup", max(1, steps // 20))
     return TrainConfig(
-        data=list(args.data),
+        data=row_data(variant, list(args.data)),
         out=str(out / "fit"),
         steps=steps,
         init=str(out / "init.pt"),
@@ -192,7 +235,8 @@ def run_variant(variant: Variant, args: argparse.Namespace) -> dict[str, Any]:
     out = Path(args.out) / variant.name
     if not (out / "init.pt").exists():
         write_init(variant, out / "init.pt", args.seed, args.preset)
-    config = train_config(variant, args, out)
+    costs = row_costs(variant, args, out)
+    config = train_config(variant, args, out, costs.get("positions", args.positions))
     started = time.perf_counter()
     summary = train(config, resume=True, quiet=args.quiet)
     model, checkpoint = load_checkpoint_model(out / "fit" / "checkpoint.pt")
@@ -200,7 +244,7 @@ def run_variant(variant: Variant, args: argparse.Namespace) -> dict[str, Any]:
     export_model(model, onnx_path, preset=variant.name, training=summary)
     report = evaluate_model(
         onnx_path,
-        data=list(args.data),
+        data=row_data(variant_named("facts"), list(args.data)),  # one validation split
         limit=args.val_positions,
         puzzle_limit=args.puzzle_limit,
         threads=args.threads,
@@ -214,6 +258,7 @@ def run_variant(variant: Variant, args: argparse.Namespace) -> dict[str, Any]:
         "batch": config.batch,
         "positions_seen": config.steps * config.batch,
         "train_seconds": round(checkpoint["summary"].get("train_seconds", 0.0), 1),
+        **costs,
         "val_loss": checkpoint.get("metrics", {}).get("val_loss"),
         "accuracy": positions.get("action_accuracy"),
         "kendall_tau": positions.get("kendall_tau"),
@@ -224,6 +269,32 @@ def run_variant(variant: Variant, args: argparse.Namespace) -> dict[str, Any]:
     }
     (out / "result.json").write_text(json.dumps(result, indent=1) + "\n")
     return result
+
+
+def row_costs(variant: Variant, args: argparse.Namespace, out: Path) -> dict[str, Any]:
+    """With --cpu-hours: the row's positions for its budget, and the labelling and training
+    CPU-seconds they cost (planned once, in ``plan.json``, so a resumed row keeps its plan).
+    Without it: nothing (the rows share --positions)."""
+    if args.cpu_hours is None:
+        return {}
+    path = out / "plan.json"
+    if path.exists():
+        return dict(json.loads(path.read_text()))
+    label_cost = label_seconds_per_position(row_data(variant, list(args.data)))
+    probe = train_config(variant, args, out, args.positions)
+    train_cost = train_seconds_per_position(probe)
+    budget = args.cpu_hours * 3600
+    positions = plan(budget, label_cost, train_cost)
+    costs = {
+        "cpu_hours": args.cpu_hours,
+        "positions": positions,
+        "label_cost": label_cost,
+        "train_cost": train_cost,
+        "label_cpu_seconds": round(positions * label_cost, 1),
+        "train_cpu_seconds": round(positions * train_cost, 1),
+    }
+    path.write_text(json.dumps(costs, indent=1) + "\n")
+    return costs
 
 
 def _games(model: Path, args: argparse.Namespace) -> dict[str, Any]:
@@ -255,16 +326,17 @@ def _games_cell(g: dict | None) -> str:
 def markdown(rows: list[dict[str, Any]]) -> str:
     """The table as GitHub markdown (README, model card, terminal)."""
     lines = [
-        "| variant | what changes | params | steps x batch | train s | val loss | accuracy "
-        "| Kendall τ | dev puzzles | vs greedy (W/D/L) | vs sf-skill0 (W/D/L) |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---|---|",
+        "| variant | what changes | params | steps x batch | train s | label s | val loss "
+        "| accuracy | Kendall τ | dev puzzles | vs greedy (W/D/L) | vs sf-skill0 (W/D/L) |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---|",
     ]
     for r in rows:
         greedy, skill = _games_cell(r.get("greedy")), _games_cell(r.get("skill0"))
         lines.append(
             f"| {r['variant']} | {r['what']} | {r['parameters'] / 1e6:.2f}M "
             f"| {r['steps']} x {r['batch']} | {r['train_seconds']:.0f} "
-            f"| {_cell(r['val_loss'], '.3f')} | {_cell(r['accuracy'], '.1%')} "
+            f"| {_cell(r.get('label_cpu_seconds'), '.0f')} | {_cell(r['val_loss'], '.3f')} "
+            f"| {_cell(r['accuracy'], '.1%')} "
             f"| {_cell(r['kendall_tau'], '.3f')} | {_cell(r['puzzles'], '.1%')} | {greedy} "
             f"| {skill} |"
         )
@@ -293,8 +365,12 @@ def plot(rows: list[dict[str, Any]], path: Path) -> None:
     if losses:  # the rows differ in the second decimal: zoom in on them
         spread = max(losses) - min(losses)
         axes[0].set_xlim(min(losses) - max(spread, 0.05), max(losses) + max(spread, 0.05) / 4)
-    positions = rows[0]["positions_seen"] if rows else 0
-    fig.suptitle(f"oneply train ablate: every variant trained on {positions:,} positions")
+    positions, hours = rows[0]["positions_seen"], rows[0].get("cpu_hours")
+    fig.suptitle(
+        f"oneply train ablate: each row given {hours} CPU-hours, labelling counted"
+        if hours
+        else f"oneply train ablate: every variant trained on {positions:,} positions"
+    )
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -320,6 +396,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", default="runs/ablate", help="one folder per variant, the table")
     parser.add_argument(
         "--positions", type=int, default=76_800, help="training positions per variant (76,800)"
+    )
+    parser.add_argument(
+        "--cpu-hours",
+        type=float,
+        help="instead of --positions: a CPU budget per row, labelling counted (training/"
+        "budget.py); rows learn from as many fresh positions as it pays for",
     )
     parser.add_argument("--games", type=int, default=20, help="games vs greedy (0: none)")
     parser.add_argument(

@@ -37,7 +37,7 @@ def test_variants_change_only_what_they_name(tmp_path: Path) -> None:
 def test_every_variant_sees_the_same_number_of_positions() -> None:
     args = argparse.Namespace(data=["d"], positions=12_800, seed=0)
     configs = {
-        name: ablation.train_config(ablation.variant_named(name), args, Path("o"))
+        name: ablation.train_config(ablation.variant_named(name), args, Path("o"), 12_800)
         for name in ("pieces", "batch-64", "batch-256", "warmup-0", "lr-3e-4")
     }
     assert {c.steps * c.batch for c in configs.values()} == {12_800}
@@ -71,3 +71,38 @@ def test_ablation_trains_measures_writes_the_table_and_resumes(tmp_path: Path) -
     stamp = (out / "v1" / "result.json").stat().st_mtime_ns
     assert ablation.run(parser.parse_args(argv)) == 0  # finished variants are not redone
     assert (out / "v1" / "result.json").stat().st_mtime_ns == stamp
+
+
+def timed(data: Path, seconds_per_position: float) -> Path:
+    """`data` as a timed generate run leaves it: each shard's worker_seconds in its meta."""
+    for meta_path in data.glob("*/meta.json"):
+        meta = json.loads(meta_path.read_text())
+        meta["worker_seconds"] = meta["count"] * seconds_per_position
+        meta_path.write_text(json.dumps(meta))
+    return data
+
+
+def test_cpu_hours_give_each_row_the_positions_its_budget_pays_for(tmp_path: Path) -> None:
+    """Labelling counted: positions = budget / (label + train CPU-seconds per position)."""
+    data = timed(make_shard(tmp_path / "data", 160), 0.02)
+    out = tmp_path / "ablate"
+    parser = argparse.ArgumentParser()
+    ablation.add_arguments(parser)
+    argv = [str(data), "--out", str(out), "--cpu-hours", "0.004", "--games", "0"]
+    argv += ["--only", "facts", "--preset", "tiny", "--puzzle-limit", "4"]
+    argv += ["--val-positions", "16", "--threads", "1", "--quiet"]
+    assert ablation.run(parser.parse_args(argv)) == 0
+    row = json.loads((out / "facts" / "result.json").read_text())
+    assert row["label_cost"] == pytest.approx(0.02)
+    assert 0 < row["train_cost"] < 0.02  # a tiny model: cheaper to train than to label here
+    budget = 0.004 * 3600
+    assert row["positions"] == int(budget / (row["label_cost"] + row["train_cost"]))
+    assert row["positions_seen"] == row["positions"] // 128 * 128
+    assert row["label_cpu_seconds"] + row["train_cpu_seconds"] == pytest.approx(budget, rel=0.01)
+    assert "| facts |" in (out / "table.md").read_text()
+
+
+def test_an_untimed_data_directory_cannot_be_budgeted(tmp_path: Path) -> None:
+    data = make_shard(tmp_path / "data", 40)
+    with pytest.raises(ablation.CommandError, match="worker_seconds"):
+        ablation.label_seconds_per_position([str(data)])
