@@ -39,6 +39,7 @@ from oneply.training.budget import (
     label_seconds_per_position,
     labels_of,
     plan,
+    shard_metas,
     train_seconds_per_position,
 )
 
@@ -285,6 +286,13 @@ def row_costs(variant: Variant, args: argparse.Namespace, out: Path) -> dict[str
     train_cost = train_seconds_per_position(probe)
     budget = args.cpu_hours * 3600
     positions = plan(budget, label_cost, train_cost)
+    held = sum(int(m.get("count", 0)) for d in probe.data for m in shard_metas(d))
+    if positions > held:  # fresh data only: a second pass would be bought without labelling
+        raise CommandError(
+            f"{variant.name}: {args.cpu_hours} CPU-hours pay for {positions:,} positions and "
+            f"{', '.join(probe.data)} hold {held:,}: label more (train generate) or lower "
+            "--cpu-hours"
+        )
     costs = {
         "cpu_hours": args.cpu_hours,
         "positions": positions,

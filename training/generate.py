@@ -189,7 +189,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         choices=("all", "best"),
         default="all",
         help="all: every legal move's value (any predictor); best: only the best move and its "
-        "value, one search per position (fit --predictor sv|bc; about 2x faster)",
+        "value, one search per position (fit --predictor sv|bc; measured 1.45x faster at depth 2)",
     )
     parser.add_argument(
         "--shard", type=parse_shard, default=(0, 1), metavar="K/N", help="play games g%%N == K"

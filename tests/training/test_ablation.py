@@ -84,7 +84,7 @@ def timed(data: Path, seconds_per_position: float) -> Path:
 
 def test_cpu_hours_give_each_row_the_positions_its_budget_pays_for(tmp_path: Path) -> None:
     """Labelling counted: positions = budget / (label + train CPU-seconds per position)."""
-    data = timed(make_shard(tmp_path / "data", 160), 0.02)
+    data = timed(make_shard(tmp_path / "data", 800), 0.02)
     out = tmp_path / "ablate"
     parser = argparse.ArgumentParser()
     ablation.add_arguments(parser)
@@ -100,6 +100,11 @@ def test_cpu_hours_give_each_row_the_positions_its_budget_pays_for(tmp_path: Pat
     assert row["positions_seen"] == row["positions"] // 128 * 128
     assert row["label_cpu_seconds"] + row["train_cpu_seconds"] == pytest.approx(budget, rel=0.01)
     assert "| facts |" in (out / "table.md").read_text()
+    # a budget that pays for more positions than were labelled: refused, no second pass
+    argv[argv.index("0.004")] = "0.04"
+    argv[argv.index(str(out))] = str(tmp_path / "more")
+    with pytest.raises(ablation.CommandError, match="label more"):
+        ablation.run(parser.parse_args(argv))
 
 
 def test_an_untimed_data_directory_cannot_be_budgeted(tmp_path: Path) -> None:
