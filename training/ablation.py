@@ -245,7 +245,7 @@ def run_variant(variant: Variant, args: argparse.Namespace) -> dict[str, Any]:
     export_model(model, onnx_path, preset=variant.name, training=summary)
     report = evaluate_model(
         onnx_path,
-        data=row_data(variant_named("facts"), list(args.data)),  # one validation split
+        data=list[str | Path](row_data(variant_named("facts"), list(args.data))),  # one val split
         limit=args.val_positions,
         puzzle_limit=args.puzzle_limit,
         threads=args.threads,

@@ -30,18 +30,12 @@ of position values.
 
 from __future__ import annotations
 
-import math
-import random
-from collections.abc import Iterator
-
 import chess
 import numpy as np
 
 from oneply.engine.stockfish import StockfishError
-from oneply.engine.tokenizer import position_key, tokenize
 from oneply.training.compact import UNSCORED
-from oneply.training.openings import game_finished, play_opening
-from oneply.training.scored_games import GamePlayer, Record, greedy_capture
+from oneply.training.scored_games import GamePlayer
 
 #: the mistake probability per unit of the game's temperature ...
 MISTAKE_PER_TEMPERATURE = 2.0
@@ -76,42 +70,11 @@ class BestGamePlayer(GamePlayer):
         """The scoring call alone (the run's Stockfish-alone measurement)."""
         self.engine.score_best(board, self.settings.limit())
 
-    def choose_best(
-        self, board: chess.Board, moves: list[chess.Move], best: int, mistakes: float, rng
+    def policy_move(
+        self, moves: list[chess.Move], wins: np.ndarray, temperature: float, rng
     ) -> chess.Move:
-        roll = rng.random()
-        if roll < self.settings.random_share:
+        """Stockfish's best move (the one scored slot), or with the game's mistake
+        probability a uniformly random one (the module docstring's rule)."""
+        if rng.random() < mistake_probability(temperature):
             return rng.choice(moves)
-        if roll < self.settings.random_share + self.settings.greedy_share:
-            capture = greedy_capture(board)
-            if capture is not None:
-                return capture
-        if rng.random() < mistakes:
-            return rng.choice(moves)
-        return moves[best]
-
-    def play(self, game_number: int) -> Iterator[Record]:
-        """One game, seeded by (seed, game_number); yields every position it labelled, in
-        order (repeats included: the caller keeps the first)."""
-        s = self.settings
-        rng = random.Random(f"{s.seed}:{game_number}")
-        board = chess.Board()
-        play_opening(board, rng, self.books, self.eco_lines, s.book_share, s.eco_share)
-        low, high = math.log(s.min_temperature), math.log(s.max_temperature)
-        mistakes = mistake_probability(math.exp(rng.uniform(low, high)))
-        decided = 0
-        while board.ply() < s.max_plies and not game_finished(board) and decided < s.decided_plies:
-            state = tokenize(board)
-            full = state.astype(np.uint8).tobytes()
-            wins = self.cache.get(full)
-            if wins is None:
-                wins = self.score(board)
-                if len(self.cache) >= self.CACHE_SIZE:
-                    self.cache.clear()
-                self.cache[full] = wins
-            key = position_key(state)
-            yield Record(key=key, fen=board.fen(), state=state.astype(np.uint8), wins=wins)
-            slot = int(wins.argmax())
-            best = float(wins[slot])
-            decided = decided + 1 if max(best, 1 - best) >= s.decided_win else 0
-            board.push(self.choose_best(board, list(board.legal_moves), slot, mistakes, rng))
+        return moves[int(wins.argmax())]

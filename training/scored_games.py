@@ -142,6 +142,13 @@ class GamePlayer:
             capture = greedy_capture(board)
             if capture is not None:
                 return capture
+        return self.policy_move(moves, wins, temperature, rng)
+
+    def policy_move(
+        self, moves: list[chess.Move], wins: np.ndarray, temperature: float, rng
+    ) -> chess.Move:
+        """The move drawn from the values (the shares above aside): a softmax over them at
+        the game's temperature."""
         return moves[sample_softmax(wins.astype(np.float64), temperature, rng)]
 
     def play(self, game_number: int) -> Iterator[Record]:
