@@ -106,6 +106,18 @@ VARIANTS: tuple[Variant, ...] = (
         _facts(*GROUPS),
         {"gap_weight": 4.0},
     ),
+    # the size sweep (issue 18): the v5 architecture at the other presets' sizes; compare
+    # them with --cpu-hours (a bigger model sees fewer positions for the same CPU)
+    Variant(
+        "size-tiny",
+        "facts at the tiny preset's size (2 layers x 32, 0.1M)",
+        {**_facts(*GROUPS), "layers": 2, "heads": 2, "width": 32},
+    ),
+    Variant(
+        "size-medium",
+        "facts at the medium preset's size (6 layers x 192, 4.1M)",
+        {**_facts(*GROUPS), "layers": 6, "heads": 6, "width": 192},
+    ),
     # issue 22: the paper's other two predictors on the v5 inputs (compare with --cpu-hours)
     Variant(
         "sv",

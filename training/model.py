@@ -157,6 +157,7 @@ _ADOPTED: dict[str, Any] = {"move_features": True, "mirror": True, "features": A
 PRESETS: dict[str, ModelConfig] = {
     "tiny": ModelConfig(layers=2, heads=2, width=32, **_ADOPTED),
     "small": ModelConfig(layers=4, heads=4, width=128, **_ADOPTED),
+    "medium": ModelConfig(layers=6, heads=6, width=192, **_ADOPTED),  # 4.1M: the size sweep's
     "9m": ModelConfig(layers=8, heads=8, width=256, **_ADOPTED),
     "136m": ModelConfig(layers=8, heads=8, width=1024, **_ADOPTED),
     "270m": ModelConfig(layers=16, heads=8, width=1024, **_ADOPTED),

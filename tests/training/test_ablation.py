@@ -34,6 +34,18 @@ def test_variants_change_only_what_they_name(tmp_path: Path) -> None:
     assert (deep["layers"], deep["width"]) == (8, 96)
 
 
+def test_the_size_rows_differ_only_in_size(tmp_path: Path) -> None:
+    """tiny / small / a ~4M model of the same v5 architecture (the size sweep of issue 18)."""
+    counts = {}
+    for name in ("size-tiny", "facts", "size-medium"):
+        path = tmp_path / name / "init.pt"
+        counts[name] = ablation.write_init(ablation.variant_named(name), path, seed=1)
+        config = torch.load(path, weights_only=False)["config"]
+        assert config["mirror"] and config["features"]
+    assert counts["size-tiny"] < counts["facts"] < counts["size-medium"]
+    assert 3.5e6 < counts["size-medium"] < 4.5e6
+
+
 def test_every_variant_sees_the_same_number_of_positions() -> None:
     args = argparse.Namespace(data=["d"], positions=12_800, seed=0)
     configs = {
