@@ -36,6 +36,7 @@ from oneply.arena.puzzles import DEV_PUZZLES
 from oneply.engine.errors import CommandError
 from oneply.engine.features import GROUPS
 from oneply.training.budget import (
+    depth_of,
     label_seconds_per_position,
     labels_of,
     plan,
@@ -63,6 +64,7 @@ class Variant:
     model: dict[str, Any] = field(default_factory=dict)  # ModelConfig fields
     train: dict[str, Any] = field(default_factory=dict)  # TrainConfig fields
     zero_positions: bool = False  # positional embeddings start at zero (the v1 init)
+    depth: int = 2  # Stockfish depth of the labels it learns from (among DATA's directories)
 
 
 VARIANTS: tuple[Variant, ...] = (
@@ -118,6 +120,10 @@ VARIANTS: tuple[Variant, ...] = (
         "facts at the medium preset's size (6 layers x 192, 4.1M)",
         {**_facts(*GROUPS), "layers": 6, "heads": 6, "width": 192},
     ),
+    # label depth (issue 18): deeper labels cost more Stockfish time per position; compare
+    # with --cpu-hours on data generated at each depth
+    Variant("depth-4", "facts, labels at Stockfish depth 4", _facts(*GROUPS), depth=4),
+    Variant("depth-6", "facts, labels at Stockfish depth 6", _facts(*GROUPS), depth=6),
     # issue 22: the paper's other two predictors on the v5 inputs (compare with --cpu-hours)
     Variant(
         "sv",
@@ -175,19 +181,21 @@ def write_init(variant: Variant, path: Path, seed: int, preset: str = BASE_PRESE
 
 
 def row_data(variant: Variant, directories: list[str]) -> list[str]:
-    """The directories a row learns from: an action-value row needs every move labelled; a
+    """The directories a row learns from (those labelled at its depth; data that does not say
+    its depth counts as any): an action-value row needs every move labelled; a
     state-value or behavioural-cloning row takes `--labels best` data when there is some (what
     it costs to label is what it needs), else the every-move data (their targets derive from
     it)."""
     by_kind: dict[str, list[str]] = {}
     for directory in directories:
-        by_kind.setdefault(labels_of(directory), []).append(directory)
+        if depth_of(directory) in (None, variant.depth):
+            by_kind.setdefault(labels_of(directory), []).append(directory)
     if variant.train.get("predictor", "av") != "av" and by_kind.get("best"):
         return by_kind["best"]
     if not by_kind.get("all"):
         raise CommandError(
-            f"{variant.name} needs every move labelled: give a directory that `generate` wrote "
-            "without --labels best"
+            f"{variant.name} needs every move labelled at depth {variant.depth}: give a "
+            f"directory that `generate --depth {variant.depth}` wrote without --labels best"
         )
     return by_kind["all"]
 

@@ -47,6 +47,16 @@ def labels_of(directory: str | Path) -> str:
     return kinds.pop() if kinds else "all"
 
 
+def depth_of(directory: str | Path) -> int | None:
+    """The Stockfish depth a generate directory labelled at (None: not recorded, e.g. data
+    from `annotate` or a node limit)."""
+    depths = {m.get("settings", {}).get("game", {}).get("depth") for m in shard_metas(directory)}
+    depths.discard(None)
+    if len(depths) > 1:
+        raise CommandError(f"{directory} mixes label depths {sorted(depths)}")
+    return depths.pop() if depths else None
+
+
 def label_seconds_per_position(directories: list[str]) -> float:
     """Labelling seconds per position recorded by the generate runs of `directories`."""
     seconds, positions = 0.0, 0

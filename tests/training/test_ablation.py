@@ -123,3 +123,28 @@ def test_an_untimed_data_directory_cannot_be_budgeted(tmp_path: Path) -> None:
     data = make_shard(tmp_path / "data", 40)
     with pytest.raises(ablation.CommandError, match="worker_seconds"):
         ablation.label_seconds_per_position([str(data)])
+
+
+def labelled(data: Path, depth: int, labels: str = "all") -> str:
+    """`data` as `generate --depth D [--labels best]` records it in each shard's meta."""
+    for meta_path in data.glob("*/meta.json"):
+        meta = json.loads(meta_path.read_text())
+        meta["settings"] = {"game": {"depth": depth}}
+        if labels != "all":
+            meta["labels"] = labels
+        meta_path.write_text(json.dumps(meta))
+    return str(data)
+
+
+def test_each_row_learns_from_the_labels_it_needs(tmp_path: Path) -> None:
+    all2 = labelled(make_shard(tmp_path / "all2", 8), 2)
+    best2 = labelled(make_shard(tmp_path / "best2", 8), 2, "best")
+    all4 = labelled(make_shard(tmp_path / "all4", 8), 4)
+    dirs = [all2, best2, all4]
+    row = ablation.row_data
+    assert row(ablation.variant_named("facts"), dirs) == [all2]
+    assert row(ablation.variant_named("depth-4"), dirs) == [all4]
+    assert row(ablation.variant_named("sv"), dirs) == [best2]
+    assert row(ablation.variant_named("bc"), [all2, all4]) == [all2]  # targets from every move
+    with pytest.raises(ablation.CommandError, match="generate --depth 6"):
+        row(ablation.variant_named("depth-6"), dirs)
