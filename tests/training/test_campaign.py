@@ -38,6 +38,7 @@ def test_start_resumes_from_the_committed_weights_else_the_bundled_model(tmp_pat
     assert "--follow" in fit_command and fit_command[fit_command.index("--preset") + 1] == "small"
     assert generate[generate.index("--depth") + 1] == "3" and "--seed" in generate
     assert generate[generate.index("--workers") + 1] == "1"  # one core labels, one trains
+    assert float(fit_command[fit_command.index("--rank-weight") + 1]) == campaign.RANK_WEIGHT > 0
     ledger.mkdir()
     (ledger / campaign.LATEST).write_bytes(b"weights")
     fit_command = campaign.start_commands(args)["fit"]
