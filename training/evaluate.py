@@ -87,7 +87,23 @@ class PositionScores:
         bins = value_to_bin(wins, num_bins)
         self.log_loss_one_hot -= float(np.sum(log_probs[np.arange(len(wins)), bins]))
 
+    def add_ranking(self, predicted: np.ndarray, wins: np.ndarray) -> None:
+        """One position scored by a model that has no per-move value distribution (sv: one
+        minus each child's expected win; bc: policy probabilities): accuracy and τ only."""
+        self.positions += 1
+        self.hits += bool(wins[np.argmax(predicted)] >= wins.max() - BEST_TOLERANCE)
+        tau = kendall_tau_b(predicted, wins)
+        if not math.isnan(tau):
+            self.tau_sum += tau
+            self.tau_count += 1
+
     def result(self) -> dict:
+        if not self.values:  # sv or bc: no action-value log loss to report
+            return {
+                "positions": self.positions,
+                "action_accuracy": self.hits / max(1, self.positions),
+                "kendall_tau": self.tau_sum / self.tau_count if self.tau_count else None,
+            }
         return {
             "positions": self.positions,
             "action_values": self.values,
@@ -121,11 +137,22 @@ def row_facts(states: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def evaluate_dataset(scorer: Scorer, dataset, limit: int | None = None, batch: int = 64) -> dict:
-    """Action accuracy, Kendall τ-b and log loss of a model over annotated positions."""
+    """Action accuracy, Kendall τ-b and log loss of a model over annotated positions (an sv
+    or bc model: accuracy and τ of its move ranking, no per-action log loss)."""
     scores = PositionScores()
     total = len(dataset) if limit is None else min(limit, len(dataset))
     with tqdm(total=total, unit="pos", desc="positions", leave=False) as bar:
         for states, ids, wins in batches(dataset, limit, batch):
+            if scorer.predictor != "av":  # rank the moves as the engine plays them
+                boards = [board_of_tokens(state) for state in states]
+                for board, ranked, position_wins in zip(
+                    boards, scorer.score_many(boards), wins, strict=True
+                ):
+                    by_move = {score.move: score.win for score in ranked}
+                    predicted = np.array([by_move[move] for move in board.legal_moves])
+                    scores.add_ranking(predicted, position_wins)
+                bar.update(len(wins))
+                continue
             facts = row_facts(states, ids.shape[1]) if scorer.reads_facts else ()
             log_probs = scorer.log_probs(states, ids, *facts)
             for row, position_wins in enumerate(wins):
@@ -181,12 +208,15 @@ def format_report(report: dict) -> str:
             "",
             f"annotated positions ({report['data']['split']} split)",
             f"  {'positions':<18}{p['positions']:>10}",
-            f"  {'action values':<18}{p['action_values']:>10}",
             f"  {'action accuracy':<18}{p['action_accuracy']:>10.1%}",
             f"  {'Kendall tau-b':<18}{_number(p['kendall_tau']):>10}",
-            f"  {'log loss (HL)':<18}{p['log_loss']:>10.4f}",
-            f"  {'log loss (bin)':<18}{p['log_loss_one_hot']:>10.4f}",
         ]
+        if "log_loss" in p:  # an action-value model: its distributions are scored too
+            lines += [
+                f"  {'action values':<18}{p['action_values']:>10}",
+                f"  {'log loss (HL)':<18}{p['log_loss']:>10.4f}",
+                f"  {'log loss (bin)':<18}{p['log_loss_one_hot']:>10.4f}",
+            ]
     if "puzzles" in report:
         q = report["puzzles"]
         lines += ["", f"puzzles ({q['file']})", f"  {'rating':<12}{'count':>7}{'solved':>9}"]

@@ -159,3 +159,37 @@ def test_dev_puzzles_limit(tiny_onnx: Path) -> None:
     report = evaluate.evaluate_model(tiny_onnx, puzzle_limit=20)
     assert report["puzzles"]["count"] == 20 and "positions" not in report
     assert len(report["puzzles"]["bands"]) >= 3  # a spread of ratings, not the first 20
+
+
+@pytest.mark.parametrize("predictor", ["sv", "bc"])
+def test_sv_and_bc_models_are_evaluated_by_their_move_ranking(
+    predictor: str, annotated: Path, tmp_path: Path
+) -> None:
+    """No per-move distribution to score: accuracy and τ of the moves as the engine ranks
+    them (sv: every child scored; bc: the policy), the same numbers a direct count gives."""
+    torch = pytest.importorskip("torch")
+    from dataclasses import replace
+
+    from oneply.engine.inference import Scorer
+    from oneply.training.dataset import AnnotatedDataset
+    from oneply.training.export import export_model
+    from oneply.training.model import PRESETS, ActionValueModel
+
+    torch.manual_seed(3)
+    path = tmp_path / f"{predictor}.onnx"
+    export_model(
+        ActionValueModel(replace(PRESETS["tiny"], predictor=predictor)), path, preset="tiny"
+    )
+    report = evaluate.evaluate_model(path, data=[annotated], split="all", puzzles=None)
+    positions = report["positions"]
+    assert positions["positions"] == 10 and "log_loss" not in positions
+    scorer, hits = Scorer(path, threads=1), 0
+    dataset = AnnotatedDataset([annotated], split="all")
+    for index in range(len(dataset)):
+        state, _, wins = dataset[index]
+        board = evaluate.board_of_tokens(state)
+        top = scorer.score(board)[0].move
+        hits += bool(wins[list(board.legal_moves).index(top)] >= wins.max() - 1e-4)
+    assert positions["action_accuracy"] == pytest.approx(hits / 10)
+    assert -1 <= positions["kendall_tau"] <= 1
+    assert "log loss" not in evaluate.format_report(report)
