@@ -101,14 +101,19 @@ def test_a_predictor_that_disagrees_with_the_config_is_refused(tmp_path):
         Scorer(target, threads=1)
 
 
-def test_old_action_value_files_load_and_score_as_before():
-    """The bundled model (format 4, no predictor in its metadata) is an av model and scores
-    every move by its expected win, exactly as before predictors existed."""
+def test_old_action_value_files_load_and_score_as_before(tmp_path):
+    """A file written before predictors existed (format 4, no predictor in its metadata, as v5
+    and every older model) is an av model and scores every move by its expected win."""
     if not BUNDLED_MODEL.is_file():
         pytest.skip("no bundled model in this checkout")
-    props = metadata(BUNDLED_MODEL)
-    assert "oneply.predictor" not in props
-    scorer = Scorer(BUNDLED_MODEL, threads=1)
+    proto = onnx.load(str(BUNDLED_MODEL))
+    kept = [p for p in proto.metadata_props if p.key != "oneply.predictor"]
+    del proto.metadata_props[:]
+    proto.metadata_props.extend(kept)
+    old = tmp_path / "old.onnx"
+    onnx.save(proto, str(old))
+    assert "oneply.predictor" not in metadata(old)
+    scorer = Scorer(old, threads=1)
     assert scorer.predictor == "av"
     board = chess.Board(MIDDLEGAME)
     encoded = encode_batch([board], facts=scorer.reads_facts)
