@@ -74,13 +74,7 @@ class PositionScores:
 
     def add(self, log_probs: np.ndarray, wins: np.ndarray) -> None:
         """One position: log_probs [n, K] for its n legal moves, wins [n] from Stockfish."""
-        predicted = expected_win(log_probs)
-        self.positions += 1
-        self.hits += bool(wins[np.argmax(predicted)] >= wins.max() - BEST_TOLERANCE)
-        tau = kendall_tau_b(predicted, wins)
-        if not math.isnan(tau):
-            self.tau_sum += tau
-            self.tau_count += 1
+        self.add_ranking(expected_win(log_probs), wins)
         num_bins = log_probs.shape[-1]
         self.values += len(wins)
         self.log_loss -= float(np.sum(hl_gauss(wins, num_bins) * log_probs))
@@ -88,8 +82,8 @@ class PositionScores:
         self.log_loss_one_hot -= float(np.sum(log_probs[np.arange(len(wins)), bins]))
 
     def add_ranking(self, predicted: np.ndarray, wins: np.ndarray) -> None:
-        """One position scored by a model that has no per-move value distribution (sv: one
-        minus each child's expected win; bc: policy probabilities): accuracy and τ only."""
+        """One position's move ranking against Stockfish's: accuracy and τ (all an sv or bc
+        model gives, whose scores are one minus each child's expected win or the policy)."""
         self.positions += 1
         self.hits += bool(wins[np.argmax(predicted)] >= wins.max() - BEST_TOLERANCE)
         tau = kendall_tau_b(predicted, wins)
