@@ -15,7 +15,7 @@ soon as its positions are scored.
 
 Positions without legal moves (mate, stalemate) have nothing to learn and are skipped.
 
-Why this path keeps its own shard format (``oneply-shard-v1``, ``dataset.write_shard``) rather
+Why this path keeps its own shard format (``oneply-shard-v1``, ``shard_publish.write_shard``) rather
 than the sources' compact writer (training/shard_writer.py): its output is a documented
 public format (README, "Dataset format": the FEN-file annotate shards are ``.npy`` files that
 ``np.load(mmap_mode="r")`` opens), and its unit is a fixed range of input lines, not a game:
@@ -50,9 +50,10 @@ from oneply.engine.files import write_json_atomic
 from oneply.engine.moves import MOVE_INDEX
 from oneply.engine.stockfish import StockfishStartError
 from oneply.engine.tokenizer import TokenizerError, board_from
-from oneply.training.dataset import DatasetError, Shard, write_shard
+from oneply.training.dataset import DatasetError, Shard
 from oneply.training.score_workers import init_worker, score_boards
 from oneply.training.scored_games import GameSettings, Record
+from oneply.training.shard_publish import write_shard
 from oneply.training.sources import DEFAULT_DEPTH, add_scoring_arguments
 from oneply.training.stockfish_scorer import StockfishScorer
 from oneply.training.workers import sigterm_as_interrupt, worker_pool

@@ -53,11 +53,15 @@ def start_commands(args: argparse.Namespace) -> dict[str, list[str]]:
     oneply = [sys.executable, "-m", "oneply.engine"]
     ledger = Path(args.ledger)
     init = ledger / LATEST if (ledger / LATEST).is_file() else BUNDLED
+    if args.init is not None:  # a new lineage (e.g. from a newly bundled model)
+        init = Path(args.init)
     seed = args.seed if args.seed is not None else int(datetime.date.today().strftime("%Y%m%d"))
     generate = oneply + ["train", "generate", "--out", args.data, "--count", str(args.count)]
     generate += ["--depth", str(args.depth), "--workers", "1", "--seed", str(seed)]
     generate += ["--bench-sample", "0"]
-    fit = oneply + ["train", "fit", args.data, "--follow", "--out", args.out, "--preset", "small"]
+    fresh = [] if args.no_generate and not Path(args.data).is_dir() else [args.data]
+    fit = oneply + ["train", "fit", *fresh, *args.stock, "--follow", "--out", args.out]
+    fit += ["--preset", "small"]
     fit += ["--init", str(init), "--steps", str(args.steps), "--batch", str(args.batch)]
     fit += ["--lr", str(args.lr), "--warmup", "100", "--threads", "1", "--eval-every", "500"]
     fit += ["--checkpoint-every", "200", "--quiet"]
@@ -246,6 +250,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--batch", type=int, default=128)
     parser.add_argument("--lr", type=float, default=8e-4)
     parser.add_argument("--no-generate", action="store_true", help="start only the trainer")
+    parser.add_argument(
+        "--init",
+        help="warm-start from this model instead of the ledger's latest (a new lineage: say so "
+        "in the session name)",
+    )
+    parser.add_argument(
+        "--stock",
+        nargs="*",
+        default=[],
+        metavar="DIR",
+        help="labelled directories the model has not seen, read beside the fresh one (their "
+        "labelling was counted in the session that wrote them)",
+    )
     parser.add_argument(
         "--session", default=datetime.date.today().isoformat(), help="ledger row name"
     )

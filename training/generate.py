@@ -43,9 +43,10 @@ from pathlib import Path
 from oneply.arena.puzzles import DEV_PUZZLES
 from oneply.arena.settings import DEBIAN_BOOKS
 from oneply.engine.stockfish import LOOKUP_TEXT
-from oneply.training.dataset import puzzle_keys, remove_stale_temporaries
+from oneply.training.dataset import puzzle_keys
 from oneply.training.openings import DEFAULT_ECO, check_books, load_eco_lines
 from oneply.training.scored_games import GameSettings
+from oneply.training.shard_publish import remove_stale_temporaries
 from oneply.training.shard_writer import (
     MANIFEST,
     SourceError,

@@ -18,8 +18,9 @@ import numpy as np
 
 from oneply.engine.files import write_json_atomic
 from oneply.engine.tokenizer import position_key
-from oneply.training.dataset import DatasetError, Shard, find_shards, write_compact_shard
+from oneply.training.dataset import DatasetError, Shard, find_shards
 from oneply.training.scored_games import Record
+from oneply.training.shard_publish import write_compact_shard
 
 MANIFEST = "manifest.json"
 

@@ -15,7 +15,7 @@ from oneply.engine.moves import legal_move_ids
 from oneply.engine.tokenizer import tokenize
 from oneply.training import generate
 from oneply.training.config import TrainConfig
-from oneply.training.dataset import write_shard
+from oneply.training.shard_publish import write_shard
 
 
 def learnable_wins(ids: np.ndarray) -> np.ndarray:

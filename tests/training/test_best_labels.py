@@ -23,12 +23,8 @@ from oneply.training.batches import collate  # noqa: E402
 from oneply.training.best_games import MISTAKE_CAP, mistake_probability  # noqa: E402
 from oneply.training.compact import UNSCORED, fen_of_tokens  # noqa: E402
 from oneply.training.config import METRICS  # noqa: E402
-from oneply.training.dataset import (  # noqa: E402
-    AnnotatedDataset,
-    Shard,
-    find_shards,
-    write_compact_shard,
-)
+from oneply.training.dataset import AnnotatedDataset, Shard, find_shards  # noqa: E402
+from oneply.training.shard_publish import write_compact_shard  # noqa: E402
 from oneply.training.shard_writer import SourceError  # noqa: E402
 from oneply.training.stockfish_scorer import StockfishScorer  # noqa: E402
 from oneply.training.targets import best_slots, position_values  # noqa: E402

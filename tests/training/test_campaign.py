@@ -45,6 +45,25 @@ def test_start_resumes_from_the_committed_weights_else_the_bundled_model(tmp_pat
     assert fit_command[fit_command.index("--init") + 1] == str(ledger / campaign.LATEST)
 
 
+def test_a_new_lineage_starts_from_init_and_reads_stock_beside_the_fresh_data(
+    tmp_path: Path,
+) -> None:
+    ledger, fresh = tmp_path / "ledger", tmp_path / "fresh"
+    ledger.mkdir()
+    (ledger / campaign.LATEST).write_bytes(b"weights")
+    stock = [str(tmp_path / "s5"), str(tmp_path / "s6")]
+    args = _args("start", "--ledger", str(ledger), "--data", str(fresh), "--init", "v6.onnx")
+    args.stock = stock
+    fit_command = campaign.start_commands(args)["fit"]
+    assert fit_command[fit_command.index("--init") + 1] == "v6.onnx"  # over the ledger's latest
+    data = fit_command[fit_command.index("fit") + 1 : fit_command.index("--follow")]
+    assert data == [str(fresh), *stock]
+    # without generate, a fresh directory that does not exist is not handed to the trainer
+    args.no_generate = True
+    fit_command = campaign.start_commands(args)["fit"]
+    assert fit_command[fit_command.index("fit") + 1 : fit_command.index("--follow")] == stock
+
+
 def test_generate_records_the_labelling_cpu_of_every_shard(tmp_path: Path) -> None:
     out = tmp_path / "gen"
     run_generate(out, 60)

@@ -19,9 +19,8 @@ from oneply.training.dataset import (
     find_shards,
     is_validation,
     puzzle_keys,
-    write_compact_shard,
-    write_shard,
 )
+from oneply.training.shard_publish import write_compact_shard, write_shard
 
 
 def _positions(count: int, seed: int = 0) -> list[chess.Board]:

@@ -16,7 +16,7 @@ from oneply.engine.moves import legal_move_ids
 from oneply.engine.tokenizer import tokenize
 from oneply.engine.values import erf
 from oneply.training import evaluate
-from oneply.training.dataset import write_shard
+from oneply.training.shard_publish import write_shard
 
 # Black to move plays c7c6; then White mates with Ra8# (the line) or Rb8# (also mate).
 MATE_FEN = "7k/2p3pp/8/8/8/8/8/RR4K1 b - - 0 1"
