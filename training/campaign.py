@@ -157,13 +157,27 @@ def update_ledger(ledger: list[dict], row: dict) -> list[dict]:
     return [r for r in ledger if r.get("session") != row["session"]] + [row]
 
 
+#: the lineage of ledger rows written before rows named theirs: v4 and its warm starts
+FIRST_LINEAGE = "v4"
+
+
+def lineage(row: dict) -> str:
+    """The chain of warm starts a ledger row belongs to."""
+    return str(row.get("lineage", FIRST_LINEAGE))
+
+
 def cumulative(ledger: list[dict]) -> list[dict]:
-    """Per row, the campaign's CPU-hours so far: training, labelling and both."""
-    train = label = 0.0
+    """Per row, its lineage's CPU-hours so far: training, labelling and both.
+
+    Why per lineage: a model trained from scratch (v6) owes nothing to the hours that went
+    into another chain of warm starts, so its curve starts at its own cost, not at theirs."""
+    hours: dict[str, tuple[float, float]] = {}
     points = []
     for row in ledger:
+        train, label = hours.get(lineage(row), (0.0, 0.0))
         train += (row.get("train_seconds") or 0.0) / 3600
         label += (row.get("label_seconds") or 0.0) / 3600
+        hours[lineage(row)] = (train, label)
         points.append({**row, "train_h": train, "label_h": label, "total_h": train + label})
     return points
 
@@ -181,14 +195,16 @@ def plot(ledger: list[dict], path: Path) -> None:
         (axes[0], "puzzle_check", "dev-puzzle check (argmax, 200 evenly spaced)"),
         (axes[1], "val_loss", "validation loss (nats)"),
     ):
-        for hours, style in (("train_h", "o-"), ("total_h", "s--")):
-            shown = [p for p in points if p.get(key) is not None]
-            label = "training CPU-h" if hours == "train_h" else "training + labelling CPU-h"
-            ax.plot([p[hours] for p in shown], [p[key] for p in shown], style, label=label)
+        for name in dict.fromkeys(lineage(p) for p in points):
+            shown = [p for p in points if lineage(p) == name and p.get(key) is not None]
+            for hours, style in (("train_h", "o-"), ("total_h", "s--")):
+                what = "training" if hours == "train_h" else "training + labelling"
+                label = f"{name}: {what} CPU-h"
+                ax.plot([p[hours] for p in shown], [p[key] for p in shown], style, label=label)
         ax.set_title(title)
         ax.set_xlabel("cumulative CPU core-hours")
         ax.grid(alpha=0.3)
-        ax.legend()
+        ax.legend(fontsize=8)
     fig.suptitle("oneply training campaign: strength against CPU-hours")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
@@ -203,7 +219,7 @@ def format_point(point: dict[str, Any]) -> str:
         return "–" if value is None else format(value, pattern)
 
     return (
-        f"{point['session']:<16} seen {shown('positions_seen', ',')}  "
+        f"{lineage(point):<4} {point['session']:<16} seen {shown('positions_seen', ',')}  "
         f"train {point['train_h']:.2f} h  label {point['label_h']:.2f} h  "
         f"val loss {shown('val_loss', '.3f')}  puzzle check {shown('puzzle_check', '.1%')}"
     )
@@ -224,6 +240,8 @@ def save(args: argparse.Namespace) -> int:
     )
     path = ledger_dir / LEDGER
     ledger = json.loads(path.read_text()) if path.exists() else []
+    earlier = [r for r in ledger if r.get("session") != row["session"]]
+    row["lineage"] = args.lineage or (lineage(earlier[-1]) if earlier else FIRST_LINEAGE)
     ledger = update_ledger(ledger, row)
     path.write_text(json.dumps(ledger, indent=1) + "\n")
     plot(ledger, ledger_dir / PLOT)
@@ -265,6 +283,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--session", default=datetime.date.today().isoformat(), help="ledger row name"
+    )
+    parser.add_argument(
+        "--lineage",
+        help="the chain of warm starts the row extends (default: the last row's); name a new "
+        "one after `start --init`, with its model's own cost as its first row",
     )
     parser.add_argument(
         "--label-seconds",

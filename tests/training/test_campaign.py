@@ -82,6 +82,12 @@ def test_ledger_rows_replace_their_session_and_hours_accumulate() -> None:
     points = campaign.cumulative(ledger)
     assert [p["train_h"] for p in points] == [1.0, 3.0]
     assert [p["total_h"] for p in points] == [1.0, 3.5]
+    # a model trained from scratch starts its own lineage: its hours do not add to v4's
+    ledger = campaign.update_ledger(
+        ledger, {"session": "v6", "lineage": "v6", "train_seconds": 900}
+    )
+    ledger = campaign.update_ledger(ledger, {"session": "c", "lineage": "v6", "train_seconds": 900})
+    assert [p["train_h"] for p in campaign.cumulative(ledger)] == [1.0, 3.0, 0.25, 0.5]
 
 
 def test_save_exports_the_run_and_writes_the_ledger_and_curve(tmp_path: Path) -> None:
@@ -101,7 +107,13 @@ def test_save_exports_the_run_and_writes_the_ledger_and_curve(tmp_path: Path) ->
     assert rows[0]["val_loss"] is not None
     assert (ledger / campaign.PLOT).stat().st_size > 10_000
     assert campaign.run(_args(*argv, "--session", "s2", "--label-seconds", "10")) == 0
-    assert [r["session"] for r in json.loads((ledger / campaign.LEDGER).read_text())] == [
-        "s1",
-        "s2",
+    new_lineage = ("--session", "s3", "--label-seconds", "10", "--lineage", "x")
+    assert campaign.run(_args(*argv, *new_lineage)) == 0
+    assert campaign.run(_args(*argv, "--session", "s4", "--label-seconds", "10")) == 0
+    rows = json.loads((ledger / campaign.LEDGER).read_text())
+    assert [(r["session"], r["lineage"]) for r in rows] == [
+        ("s1", campaign.FIRST_LINEAGE),
+        ("s2", campaign.FIRST_LINEAGE),
+        ("s3", "x"),
+        ("s4", "x"),  # a row extends the last row's lineage
     ]
