@@ -13,7 +13,7 @@ training may import the arena but never the other way round.
 from __future__ import annotations
 
 import csv
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -117,6 +117,34 @@ def solve_puzzles(
                 run_.play(choose(run_.board, scores))
         results.extend(bool(r.solved) for r in runs)
     return results
+
+
+class RememberingScorer:
+    """A MoveScorer that scores each position (with its history) once and remembers it.
+
+    Why: the suite solves every puzzle twice, by plain argmax and by the full policy, and the
+    two passes mostly walk the same lines; with look-ahead each position costs hundreds of
+    network calls, so the policy pass would repeat the argmax pass's searches for nothing
+    (and, since the search keeps its tree between calls, not even exactly). Remembered, both
+    passes rank the same positions the same way and only new positions are searched."""
+
+    def __init__(self, scorer: MoveScorer) -> None:
+        self.scorer = scorer
+        self.memory: dict[tuple[str, tuple[str, ...]], list[MoveScore]] = {}
+
+    @staticmethod
+    def key(board: chess.Board) -> tuple[str, tuple[str, ...]]:
+        """The position and how it came about (repetitions and the 50-move rule depend on it)."""
+        return board.root().fen(), tuple(move.uci() for move in board.move_stack)
+
+    def score(self, board: chess.Board) -> list[MoveScore]:
+        return self.score_many([board])[0]
+
+    def score_many(self, boards: Sequence[chess.Board]) -> list[list[MoveScore]]:
+        new = [b for b in boards if self.key(b) not in self.memory]
+        for board, scores in zip(new, self.scorer.score_many(new) if new else [], strict=True):
+            self.memory[self.key(board)] = scores
+        return [self.memory[self.key(b)] for b in boards]
 
 
 def band_name(low: int, high: int) -> str:

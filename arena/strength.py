@@ -35,7 +35,13 @@ from typing import Any
 from oneply.arena import elo, match
 from oneply.arena.engines import EngineStartError
 from oneply.arena.ladder import UCI_ELO_MAX, UCI_ELO_MIN, append_pgn
-from oneply.arena.puzzles import DEV_PUZZLES, puzzle_report, read_puzzles, solve_puzzles
+from oneply.arena.puzzles import (
+    DEV_PUZZLES,
+    RememberingScorer,
+    puzzle_report,
+    read_puzzles,
+    solve_puzzles,
+)
 from oneply.arena.registry import SUITE, builtin_spec
 from oneply.arena.runner import run_match
 from oneply.arena.settings import EngineSpec, TimeControl
@@ -227,6 +233,7 @@ def solve_dev_puzzles(
     scorer: MoveScorer = Scorer(model)
     if search_nodes:
         scorer = SearchScorer(scorer, search_nodes)
+    scorer = RememberingScorer(scorer)  # the policy pass reuses the argmax pass's positions
     policy = MovePolicy(PolicyConfig(sample_moves=0, seed=seed, stockfish_path=stockfish))
     try:
         argmax = solve_puzzles(scorer, puzzles)

@@ -6,9 +6,10 @@ from __future__ import annotations
 import argparse
 import json
 
+import chess
 import pytest
 
-from oneply.arena.puzzles import DEV_PUZZLES, read_puzzles, solve_puzzles
+from oneply.arena.puzzles import DEV_PUZZLES, RememberingScorer, read_puzzles, solve_puzzles
 from oneply.arena.strength import (
     DEFAULT_TC,
     SuiteResult,
@@ -30,6 +31,39 @@ def test_the_search_run_plays_with_the_option_and_searches_the_puzzles(tiny_onnx
     puzzles = read_puzzles(DEV_PUZZLES, 12)
     expected = solve_puzzles(SearchScorer(Scorer(tiny_onnx), 16), puzzles, progress=False)
     assert report["argmax"]["accuracy"] == sum(expected) / len(expected)
+
+
+class CountingScorer:
+    """The real scorer, counting the positions it is asked to score."""
+
+    def __init__(self, scorer: Scorer) -> None:
+        self.scorer, self.positions = scorer, 0
+
+    def score(self, board):
+        return self.score_many([board])[0]
+
+    def score_many(self, boards):
+        self.positions += len(boards)
+        return self.scorer.score_many(boards)
+
+
+def test_the_policy_pass_searches_only_positions_the_argmax_pass_did_not(tiny_onnx) -> None:
+    puzzles = read_puzzles(DEV_PUZZLES, 20)
+    counting = CountingScorer(Scorer(tiny_onnx, threads=1))
+    remembering = RememberingScorer(counting)
+    first = solve_puzzles(remembering, puzzles, progress=False)
+    asked = counting.positions
+    assert asked >= len(puzzles) and len(remembering.memory) == asked
+    assert solve_puzzles(remembering, puzzles, progress=False) == first
+    assert counting.positions == asked  # the same lines: nothing scored twice
+    # a position reached by another history is another key (repetitions depend on it)
+    board = chess.Board()
+    for uci in ("g1f3", "g8f6", "f3g1", "f6g8"):
+        board.push_uci(uci)
+    assert RememberingScorer.key(board) != RememberingScorer.key(chess.Board())
+    assert [s.move for s in remembering.score(board)] == [
+        s.move for s in Scorer(tiny_onnx, threads=1).score(board)
+    ]
 
 
 def test_pairs_compare_search_with_its_own_searchless_run_and_models_with_models() -> None:
