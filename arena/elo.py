@@ -262,7 +262,9 @@ def level_interval(score: float, games: float) -> tuple[float, float]:
     p, n, z = score / games, games, Z95
     centre = (p + z * z / (2 * n)) / (1 + z * z / n)
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return max(0.0, centre - half), min(1.0, centre + half)
+    # clamped so that it always contains p: rounding leaves 1 - 1e-16 above a perfect score,
+    # and an error bar of negative length is refused by matplotlib
+    return min(p, max(0.0, centre - half)), max(p, min(1.0, centre + half))
 
 
 def fit_anchored(

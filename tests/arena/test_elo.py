@@ -154,6 +154,9 @@ def test_level_interval_contains_score() -> None:
     lo, hi = elo.level_interval(7.0, 10.0)
     assert lo < 0.7 < hi
     assert elo.level_interval(0.0, 10.0)[0] == 0.0
+    for games in range(1, 60):  # perfect and zero scores, where rounding used to fall outside
+        assert elo.level_interval(games, games)[1] == 1.0
+        assert elo.level_interval(0.0, games)[0] == 0.0
 
 
 # --------------------------------------------------------------------------- fit_anchored
