@@ -220,9 +220,10 @@ class CountingScorer(SlowScorer):
 @needs_tables
 def test_tables_settle_the_endings_below_the_root(bundled) -> None:
     tables = open_tablebase(SYZYGY)
+    # the tables, not the network, choose: each child is settled without a network call (a
+    # stronger model may find these moves alone too: v7 plays e2e4 where v6 did not)
     for fen, winning in ONLY_WIN.items():
         board = chess.Board(fen)
-        assert bundled.score(board)[0].move.uci() != winning  # the model alone misses it
         counting = CountingScorer(bundled)
         info = TreeSearch(counting, tablebase=tables).search(board, Limits(nodes=16))
         assert info.pv[0].uci() == winning
