@@ -270,16 +270,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-generate", action="store_true", help="start only the trainer")
     parser.add_argument(
         "--init",
-        help="warm-start from this model instead of the ledger's latest (a new lineage: say so "
-        "in the session name)",
+        help="warm-start from this model instead of the ledger's latest (a new lineage: name "
+        "it with save --lineage)",
     )
     parser.add_argument(
         "--stock",
         nargs="*",
         default=[],
         metavar="DIR",
-        help="labelled directories the model has not seen, read beside the fresh one (their "
-        "labelling was counted in the session that wrote them)",
+        help="labelled directories the model has not seen, read beside the fresh one (count "
+        "their labelling with save --label-seconds)",
     )
     parser.add_argument(
         "--session", default=datetime.date.today().isoformat(), help="ledger row name"
