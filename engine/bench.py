@@ -29,6 +29,7 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -99,14 +100,14 @@ def time_variant(
     return times, wins
 
 
-def time_facts(boards: list[chess.Board]) -> list[float]:
-    """Milliseconds per position to compute the engine/features.py facts alone (part of every
-    scoring call of a model that reads them)."""
+def time_facts(boards: list[chess.Board], facts: Sequence[str]) -> list[float]:
+    """Milliseconds per position to compute the engine/features.py facts a model reads, alone
+    (part of every scoring call of such a model)."""
     times = []
     for board in boards:
         start = time.perf_counter()
         moves = list(board.legal_moves)
-        encode_facts([board], [moves], max(1, len(moves)))
+        encode_facts([board], [moves], max(1, len(moves)), facts)
         times.append((time.perf_counter() - start) * 1000)
     return times
 
@@ -193,7 +194,9 @@ def bench(
         "positions_per_s": {v: round(results[v]["positions_per_s"], 1) for v in variants},
         **speedups,
         "facts_ms_per_position": (
-            round(statistics.median(time_facts(boards)), 3) if base.reads_facts else None
+            round(statistics.median(time_facts(boards, base.info.features)), 3)
+            if base.reads_facts
+            else None
         ),
         "int8_abs_win_delta": {"max": float(np.max(deltas)), "mean": float(np.mean(deltas))},
         "search": search,

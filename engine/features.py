@@ -26,6 +26,7 @@ from dataclasses import dataclass
 import chess
 import numpy as np
 
+from oneply.engine.exchange import en_prise, move_exchange
 from oneply.engine.tokenizer import SQUARE_TOKEN
 
 
@@ -43,6 +44,7 @@ SQUARE_FACTS: tuple[Fact, ...] = (
     Fact("own_attackers", 4, "pieces of the side to move that attack the square, up to 3"),
     Fact("enemy_attackers", 4, "pieces of the opponent that attack the square, up to 3"),
     Fact("pinned", 3, "0 no pin; 1 an own piece pinned to its king; 2 an enemy piece pinned"),
+    Fact("en_prise", 3, "0 no; 1 an own piece the opponent wins material by taking; 2 an enemy"),
 )
 #: per candidate move (input ``move_facts`` [B, N, len(MOVE_FACTS)]); padded slots are 0
 MOVE_FACTS: tuple[Fact, ...] = (
@@ -50,6 +52,11 @@ MOVE_FACTS: tuple[Fact, ...] = (
     Fact("check", 2, "1 if the move gives check"),
     Fact("dest_attackers", 4, "enemy pieces attacking the destination after the move, up to 3"),
     Fact("dest_defenders", 4, "own pieces defending the destination after the move, up to 3"),
+    Fact(
+        "exchange",
+        7,
+        "the move's static exchange, pawns: 0 ≤ −5, 1 −4…−2, 2 −1, 3 even, 4 +1, 5 +2…+4, 6 ≥ +5",
+    ),
 )
 SQUARE_NAMES = tuple(f.name for f in SQUARE_FACTS)
 MOVE_NAMES = tuple(f.name for f in MOVE_FACTS)
@@ -57,8 +64,12 @@ MOVE_NAMES = tuple(f.name for f in MOVE_FACTS)
 GROUPS: dict[str, tuple[str, ...]] = {
     "attacks": ("own_attackers", "enemy_attackers"),
     "pins": ("pinned",),
-    "move_facts": MOVE_NAMES,
+    "move_facts": ("captured", "check", "dest_attackers", "dest_defenders"),
+    "exchange": ("en_prise", "exchange"),  # static exchange (engine/exchange.py): measured first
 }
+#: the groups every preset reads (v5 on); a group joins them when the table says it helps
+ADOPTED_GROUPS: tuple[str, ...] = ("attacks", "pins", "move_facts")
+ADOPTED_FACTS: tuple[str, ...] = tuple(n for g in ADOPTED_GROUPS for n in GROUPS[g])
 ALL_FACTS: tuple[str, ...] = SQUARE_NAMES + MOVE_NAMES
 
 #: board token i (0 … 63, rank 8 first) shows this square: square facts in token order
@@ -97,6 +108,23 @@ def table_offsets(names: Sequence[str], declared: Sequence[Fact]) -> tuple[np.nd
     return offsets, int(sum(sizes))
 
 
+#: what callers pass for "which facts": True every fact, False none, or the names a model reads
+Wanted = Sequence[str] | bool
+
+
+def fact_names(facts: Wanted) -> tuple[str, ...]:
+    """The names a caller asks for (declaration order)."""
+    if isinstance(facts, bool):
+        return ALL_FACTS if facts else ()
+    return check_names(facts)
+
+
+def reads_exchange(facts: Wanted) -> bool:
+    """Whether the static-exchange channels are asked for (the costly ones: a model that does
+    not read them is spared their ~1 ms per position, and sees them as 0)."""
+    return bool(set(fact_names(facts)) & set(GROUPS["exchange"]))
+
+
 def _count_attacks(board: chess.Board, color: chess.Color) -> np.ndarray:
     """Per square, how many pieces of `color` attack it (python-chess attack rules)."""
     masks = [board.attacks_mask(square) for square in chess.SquareSet(board.occupied_co[color])]
@@ -107,8 +135,9 @@ def _count_attacks(board: chess.Board, color: chess.Color) -> np.ndarray:
     return counts
 
 
-def square_facts(board: chess.Board) -> np.ndarray:
-    """uint8 [64, len(SQUARE_FACTS)] for the real squares, from the side to move."""
+def square_facts(board: chess.Board, exchange: bool = True) -> np.ndarray:
+    """uint8 [64, len(SQUARE_FACTS)] for the real squares, from the side to move (without
+    `exchange`, ``en_prise`` stays 0)."""
     us, them = board.turn, not board.turn
     out = np.zeros((64, len(SQUARE_FACTS)), dtype=np.uint8)
     out[:, 0] = np.minimum(_count_attacks(board, us), 3)
@@ -117,7 +146,19 @@ def square_facts(board: chess.Board) -> np.ndarray:
         for square in chess.SquareSet(board.occupied_co[color]):
             if board.is_pinned(color, square):
                 out[square, 2] = flag
+            attacked = out[square, 1 if color == us else 0]
+            if exchange and attacked and en_prise(board, square):
+                out[square, 3] = flag  # attacked at all (counted above) before the swap
     return out
+
+
+#: upper edges (pawns) of the ``exchange`` buckets 0 … 5; above the last: bucket 6
+_EXCHANGE_EDGES = (-5, -2, -1, 0, 1, 4)
+
+
+def exchange_bucket(pawns: int) -> int:
+    """The ``exchange`` fact of a static exchange of `pawns` (engine/exchange.py)."""
+    return next((i for i, edge in enumerate(_EXCHANGE_EDGES) if pawns <= edge), 6)
 
 
 def _captured(board: chess.Board, move: chess.Move) -> int:
@@ -126,14 +167,18 @@ def _captured(board: chess.Board, move: chess.Move) -> int:
     return board.piece_type_at(move.to_square) or 0
 
 
-def move_facts(board: chess.Board, moves: Sequence[chess.Move]) -> np.ndarray:
-    """uint8 [len(moves), len(MOVE_FACTS)]: what each move takes, whether it checks, and who
+def move_facts(
+    board: chess.Board, moves: Sequence[chess.Move], exchange: bool = True
+) -> np.ndarray:
+    """uint8 [len(moves), len(MOVE_FACTS)]: what each move takes, whether it checks, who
     attacks and defends its destination once it is played (the moved piece not counted as its
-    own defender; a piece behind it on the line counts, as it would in an exchange)."""
+    own defender; a piece behind it on the line counts, as it would in an exchange), and what
+    the exchange on the destination nets (without `exchange`, ``exchange`` stays 0)."""
     out = np.zeros((len(moves), len(MOVE_FACTS)), dtype=np.uint8)
     us = board.turn
     for row, move in enumerate(moves):
         captured = _captured(board, move)
+        swap = exchange_bucket(move_exchange(board, move)) if exchange else 0
         board.push(move)
         try:
             to = move.to_square
@@ -142,18 +187,30 @@ def move_facts(board: chess.Board, moves: Sequence[chess.Move]) -> np.ndarray:
                 board.is_check(),
                 min(3, chess.popcount(board.attackers_mask(not us, to))),
                 min(3, chess.popcount(board.attackers_mask(us, to))),
+                swap,
             )
         finally:
             board.pop()
     return out
 
 
+def encode_squares(boards: Sequence[chess.Board], facts: Wanted = True) -> np.ndarray:
+    """The square-facts input of a batch: int64 [B, 64, S]."""
+    exchange = reads_exchange(facts)
+    return np.stack([square_facts(board, exchange) for board in boards]).astype(np.int64)
+
+
 def encode_facts(
-    boards: Sequence[chess.Board], moves: Sequence[Sequence[chess.Move]], width: int
+    boards: Sequence[chess.Board],
+    moves: Sequence[Sequence[chess.Move]],
+    width: int,
+    facts: Wanted = True,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """The two feature inputs of a batch: int64 [B, 64, S] and [B, width, M] (padding 0)."""
-    squares = np.stack([square_facts(board) for board in boards]).astype(np.int64)
+    """The two feature inputs of a batch: int64 [B, 64, S] and [B, width, M] (padding 0);
+    channels outside `facts` may be left 0."""
+    exchange = reads_exchange(facts)
+    squares = encode_squares(boards, facts)
     per_move = np.zeros((len(boards), width, len(MOVE_FACTS)), dtype=np.int64)
     for row, (board, legal) in enumerate(zip(boards, moves, strict=True)):
-        per_move[row, : len(legal)] = move_facts(board, legal)
+        per_move[row, : len(legal)] = move_facts(board, legal, exchange)
     return squares, per_move

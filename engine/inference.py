@@ -35,7 +35,7 @@ import chess
 import numpy as np
 import onnxruntime as ort
 
-from oneply.engine.features import encode_facts, square_facts
+from oneply.engine.features import Wanted, encode_facts, encode_squares
 from oneply.engine.model_file import ModelFileError, ModelInfo, parse_metadata, resolve_model_path
 from oneply.engine.moves import MOVE_INDEX
 from oneply.engine.tokenizer import tokenize
@@ -112,11 +112,12 @@ class EncodedBatch:
 
 
 def encode_batch(
-    boards: Sequence[chess.Board], facts: bool = False, move_facts: bool = True
+    boards: Sequence[chess.Board], facts: Wanted = False, move_facts: bool = True
 ) -> EncodedBatch:
     """State tokens [B, 77], padded move ids [B, N], each board's legal moves, and with
-    `facts` the engine/features.py facts (computed once per position, here; without
-    `move_facts` only the square facts, all a state-only sv or bc model reads)."""
+    `facts` the engine/features.py facts (computed once per position, here: True all, or the
+    names the model reads; without `move_facts` only the square facts, all a state-only sv or
+    bc model reads)."""
     moves = [list(board.legal_moves) for board in boards]
     width = max(1, max(len(m) for m in moves))
     ids = np.full((len(boards), width), PAD_MOVE, dtype=np.int64)
@@ -126,19 +127,16 @@ def encode_batch(
     if not facts:
         return EncodedBatch(states, ids, moves)
     if not move_facts:
-        squares = np.stack([square_facts(board) for board in boards]).astype(np.int64)
-        return EncodedBatch(states, ids, moves, squares)
-    return EncodedBatch(states, ids, moves, *encode_facts(boards, moves, width))
+        return EncodedBatch(states, ids, moves, encode_squares(boards, facts))
+    return EncodedBatch(states, ids, moves, *encode_facts(boards, moves, width, facts))
 
 
-def encode_states(boards: Sequence[chess.Board], facts: bool = False) -> EncodedBatch:
+def encode_states(boards: Sequence[chess.Board], facts: Wanted = False) -> EncodedBatch:
     """What an sv model reads: state tokens [B, 77] and with `facts` the square facts; no moves
     (ids is [B, 0])."""
     states = np.stack([tokenize(board) for board in boards])
     ids = np.zeros((len(boards), 0), dtype=np.int64)
-    squares = None
-    if facts:
-        squares = np.stack([square_facts(board) for board in boards]).astype(np.int64)
+    squares = encode_squares(boards, facts) if facts else None
     return EncodedBatch(states, ids, [[] for _ in boards], squares)
 
 
@@ -147,7 +145,7 @@ Runner = Callable[[EncodedBatch], np.ndarray]
 
 
 def score_positions(
-    boards: Sequence[chess.Board], predictor: str, facts: bool, run: Runner
+    boards: Sequence[chess.Board], predictor: str, facts: Wanted, run: Runner
 ) -> list[list[MoveScore]]:
     """Every legal move of each board scored by a model of this predictor (the module
     docstring says how), each list best first; one model call. `run` runs the model (an
@@ -170,7 +168,7 @@ MATE_WIN, STALEMATE_WIN = 1.0, 0.5
 
 
 def _score_children(
-    boards: Sequence[chess.Board], facts: bool, run: Runner
+    boards: Sequence[chess.Board], facts: Wanted, run: Runner
 ) -> list[list[MoveScore]]:
     """sv: each move's score is 1 − the child position's value (for the side to move there);
     all children of all boards in one call."""
@@ -264,7 +262,7 @@ class Scorer:
         A position without legal moves gets an empty list.
         """
         return score_positions(
-            boards, self.predictor, self.reads_facts, lambda e: self.log_probs(*e.arrays())
+            boards, self.predictor, self.info.features, lambda e: self.log_probs(*e.arrays())
         )
 
 

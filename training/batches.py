@@ -10,7 +10,7 @@ import numpy as np
 import torch
 
 from oneply.engine.errors import CommandError
-from oneply.engine.features import encode_facts
+from oneply.engine.features import Wanted, encode_facts
 from oneply.engine.tokenizer import position_key
 from oneply.training.compact import board_of_tokens
 from oneply.training.dataset import AnnotatedDataset
@@ -58,10 +58,10 @@ def asdict_shallow(batch: Batch) -> tuple[torch.Tensor | None, ...]:
 
 
 def collate(
-    examples: list[tuple[np.ndarray, np.ndarray, np.ndarray]], facts: bool = False
+    examples: list[tuple[np.ndarray, np.ndarray, np.ndarray]], facts: Wanted = False
 ) -> Batch:
     """Pad rows of (state, move ids, wins) into a Batch; with `facts`, also the facts of
-    engine/features.py for each row's position (what a model with ``features`` reads)."""
+    engine/features.py for each row's position (True all, or the ``features`` a model reads)."""
     width = max(len(moves) for _, moves, _ in examples)
     moves = np.full((len(examples), width), -1, dtype=np.int64)
     wins = np.zeros((len(examples), width), dtype=np.float32)
@@ -73,7 +73,9 @@ def collate(
     batch = Batch(torch.from_numpy(states), moves_t, torch.from_numpy(wins), moves_t >= 0)
     if facts:
         boards = [board_of_tokens(state) for state in states]
-        squares, per_move = encode_facts(boards, [list(b.legal_moves) for b in boards], width)
+        squares, per_move = encode_facts(
+            boards, [list(b.legal_moves) for b in boards], width, facts
+        )
         batch.square_facts, batch.move_facts = torch.from_numpy(squares), torch.from_numpy(per_move)
     return batch
 

@@ -27,7 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -123,11 +123,13 @@ def batches(
         yield states, ids, [wins for _, _, wins in examples]
 
 
-def row_facts(states: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray]:
+def row_facts(
+    states: np.ndarray, width: int, facts: Sequence[str]
+) -> tuple[np.ndarray, np.ndarray]:
     """The engine/features.py facts of stored rows (their moves in python-chess order, the
-    order the values are stored in)."""
+    order the values are stored in), those a model of these `facts` reads."""
     boards = [board_of_tokens(state) for state in states]
-    return encode_facts(boards, [list(board.legal_moves) for board in boards], width)
+    return encode_facts(boards, [list(board.legal_moves) for board in boards], width, facts)
 
 
 def evaluate_dataset(scorer: Scorer, dataset, limit: int | None = None, batch: int = 64) -> dict:
@@ -147,7 +149,9 @@ def evaluate_dataset(scorer: Scorer, dataset, limit: int | None = None, batch: i
                     scores.add_ranking(predicted, position_wins)
                 bar.update(len(wins))
                 continue
-            facts = row_facts(states, ids.shape[1]) if scorer.reads_facts else ()
+            facts = (
+                row_facts(states, ids.shape[1], scorer.info.features) if scorer.reads_facts else ()
+            )
             log_probs = scorer.log_probs(states, ids, *facts)
             for row, position_wins in enumerate(wins):
                 scores.add(log_probs[row, : len(position_wins)].astype(np.float64), position_wins)

@@ -148,7 +148,7 @@ def train(config: TrainConfig, resume: bool = True, quiet: bool = False) -> dict
     clock = time.perf_counter()
     state.model.train()
     while state.step < config.steps:
-        batch = collate(feed.batch(state.step), facts=bool(model_config.features))
+        batch = collate(feed.batch(state.step), facts=model_config.features)
         loss, hits = train_step(ddp, state, batch.to(device), config, device, bf16, info)
         state.seen += batch.action_values * info.world
         window["loss"] += loss

@@ -63,7 +63,7 @@ from oneply.engine.architecture import (
     linear_names,
 )
 from oneply.engine.features import (
-    ALL_FACTS,
+    ADOPTED_FACTS,
     MOVE_FACTS,
     SQUARE_FACTS,
     SQUARE_NAMES,
@@ -153,7 +153,7 @@ class ModelConfig:
 #: every preset has move features, the side-to-move view and the facts of engine/features.py:
 #: they won the sample-efficiency tables (README "Sample efficiency"); the ablation sets them
 #: off per row
-_ADOPTED: dict[str, Any] = {"move_features": True, "mirror": True, "features": ALL_FACTS}
+_ADOPTED: dict[str, Any] = {"move_features": True, "mirror": True, "features": ADOPTED_FACTS}
 PRESETS: dict[str, ModelConfig] = {
     "tiny": ModelConfig(layers=2, heads=2, width=32, **_ADOPTED),
     "small": ModelConfig(layers=4, heads=4, width=128, **_ADOPTED),

@@ -28,7 +28,7 @@ def validate(model, dataset, config: TrainConfig, device, bf16: bool) -> dict:
     total_loss = total_labels = solved = 0.0
     for start in range(0, count, config.batch):
         rows = [dataset[i] for i in range(start, min(count, start + config.batch))]
-        batch = collate(rows, facts=reads_facts(model))
+        batch = collate(rows, facts=model_facts(model))
         for part in batch.split(config.micro_batch or config.batch):
             part = part.to(device)
             with autocast(device, bf16):
@@ -39,9 +39,9 @@ def validate(model, dataset, config: TrainConfig, device, bf16: bool) -> dict:
     return {"loss": total_loss / max(1, total_labels), "accuracy": solved / max(1, count)}
 
 
-def reads_facts(model: Any) -> bool:
-    """Whether an ActionValueModel reads the engine/features.py facts."""
-    return bool(model.config.features)
+def model_facts(model: Any) -> tuple[str, ...]:
+    """The engine/features.py facts an ActionValueModel reads (its config's names)."""
+    return tuple(model.config.features)
 
 
 class TorchScorer:
@@ -58,7 +58,7 @@ class TorchScorer:
     def score_many(self, boards: Sequence[chess.Board]) -> list[list[MoveScore]]:
         """The Scorer's rule for the model's predictor (engine/inference.score_positions)."""
         predictor = predictor_of(self.model)
-        return score_positions(boards, predictor, reads_facts(self.model), self._run)
+        return score_positions(boards, predictor, model_facts(self.model), self._run)
 
     def _run(self, encoded: EncodedBatch) -> np.ndarray:
         inputs = [torch.from_numpy(a).to(self.device) for a in encoded.arrays()]

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from oneply.engine.features import (
+    ADOPTED_FACTS,
     ALL_FACTS,
     MOVE_NAMES,
     SQUARE_NAMES,
@@ -111,7 +112,8 @@ def test_facts_leave_the_board_unchanged_and_pad_with_zero() -> None:
     moves = [list(b.legal_moves) for b in boards]
     squares, per_move = encode_facts(boards, moves, 218)
     assert board.fen() == before and len(board.move_stack) == 0
-    assert squares.shape == (2, 64, len(SQUARE_NAMES)) and per_move.shape == (2, 218, 4)
+    assert squares.shape == (2, 64, len(SQUARE_NAMES))
+    assert per_move.shape == (2, 218, len(MOVE_NAMES))
     assert not per_move[0, len(moves[0]) :].any()
 
 
@@ -141,7 +143,7 @@ def test_a_model_without_facts_warm_starts_a_preset_with_them_exactly(tmp_path) 
     export_model(ActionValueModel(plain).eval(), path, preset="tiny")
     source = load_init(path)
     config, preset = init_model_config(source, "tiny")
-    assert config == PRESETS["tiny"] and config.features == ALL_FACTS
+    assert config == PRESETS["tiny"] and config.features == ADOPTED_FACTS
     model = ActionValueModel(config).eval()
     load_weights(model, source)
     boards = [chess.Board(fen) for fen in POSITIONS]
@@ -166,7 +168,7 @@ def test_format_4_file_declares_the_fact_inputs_and_old_files_do_not(tmp_path) -
     names = {i.name for i in with_facts.session.get_inputs()}
     assert names == {"state", "moves", "square_facts", "move_facts"}
     assert {i.name for i in without.session.get_inputs()} == {"state", "moves"}
-    assert with_facts.info.features == ALL_FACTS and without.info.features == ()
+    assert with_facts.info.features == ADOPTED_FACTS and without.info.features == ()
     import onnx
 
     version = {

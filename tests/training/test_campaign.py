@@ -14,7 +14,7 @@ from oneply.engine.inference import Scorer
 
 torch = pytest.importorskip("torch")
 
-from oneply.engine.features import ALL_FACTS  # noqa: E402
+from oneply.engine.features import ADOPTED_FACTS  # noqa: E402
 from oneply.training import campaign, fit  # noqa: E402
 from tests.helpers.training import (  # noqa: E402
     config,
@@ -100,7 +100,7 @@ def test_save_exports_the_run_and_writes_the_ledger_and_curve(tmp_path: Path) ->
         campaign.run(_args(*argv, "--session", "s1"))
     assert campaign.run(_args(*argv, "--session", "s1", "--label-seconds", "90")) == 0
     scorer = Scorer(ledger / campaign.LATEST, threads=1)
-    assert scorer.info.features == ALL_FACTS and scorer.info.trained
+    assert scorer.info.features == ADOPTED_FACTS and scorer.info.trained
     rows = json.loads((ledger / campaign.LEDGER).read_text())
     assert len(rows) == 1 and rows[0]["steps"] == 4 and rows[0]["positions_seen"] == 4 * 16
     assert rows[0]["label_seconds"] == 90 and rows[0]["label_positions"] == 40

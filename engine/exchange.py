@@ -1,0 +1,119 @@
+"""Static exchange evaluation: what a capture sequence on one square nets, in pawns.
+
+Why: "this capture wins a pawn", "that knight is hanging" are what a player reads off the board
+before thinking about anything else, and what a searchless network on two CPU cores is worst at
+learning from samples (issue 18). The facts of engine/features.py state them as inputs; this
+module computes them, as an input and never as a search: one square, the classic swap algorithm
+(each side recaptures with its least valuable piece and may stop when continuing loses
+material; sliders behind a capturer join in as it leaves — x-rays). Pins are ignored, as in
+every engine's SEE; a king captures only onto a square the other side no longer attacks.
+
+Values are the textbook 1 / 3 / 3 / 5 / 9 pawns; python-chess's public attack tables give the
+attackers for any occupancy, so the board itself is never changed.
+"""
+
+from __future__ import annotations
+
+import chess
+
+#: material in pawns by python-chess piece type (the king is never captured)
+PIECE_VALUE: dict[chess.PieceType, int] = {
+    chess.PAWN: 1,
+    chess.KNIGHT: 3,
+    chess.BISHOP: 3,
+    chess.ROOK: 5,
+    chess.QUEEN: 9,
+    chess.KING: 0,
+}
+_CHEAPEST_FIRST = (chess.PAWN, chess.KNIGHT, chess.BISHOP, chess.ROOK, chess.QUEEN, chess.KING)
+
+
+def attackers_with(
+    board: chess.Board, color: chess.Color, square: chess.Square, occupied: chess.Bitboard
+) -> chess.Bitboard:
+    """Pieces of `color` among `occupied` that attack `square` if only `occupied` stood."""
+    rank_file = (
+        chess.BB_RANK_ATTACKS[square][chess.BB_RANK_MASKS[square] & occupied]
+        | (chess.BB_FILE_ATTACKS[square][chess.BB_FILE_MASKS[square] & occupied])
+    )
+    diagonal = chess.BB_DIAG_ATTACKS[square][chess.BB_DIAG_MASKS[square] & occupied]
+    queens = board.queens
+    attackers = (
+        (chess.BB_PAWN_ATTACKS[not color][square] & board.pawns)
+        | (chess.BB_KNIGHT_ATTACKS[square] & board.knights)
+        | (chess.BB_KING_ATTACKS[square] & board.kings)
+        | (rank_file & (board.rooks | queens))
+        | (diagonal & (board.bishops | queens))
+    )
+    return attackers & board.occupied_co[color] & occupied
+
+
+def _cheapest(
+    board: chess.Board, attackers: chess.Bitboard, color: chess.Color
+) -> tuple[chess.Square, chess.PieceType]:
+    """The least valuable of `attackers` (non-empty, all of `color`): its square and type."""
+    for piece_type in _CHEAPEST_FIRST:
+        mask = attackers & board.pieces_mask(piece_type, color)
+        if mask:
+            return chess.lsb(mask), piece_type
+    raise ValueError("no attacker")  # unreachable: callers pass a non-empty mask
+
+
+def exchange_gain(
+    board: chess.Board,
+    square: chess.Square,
+    side: chess.Color,
+    occupied: chess.Bitboard,
+    target: int,
+) -> int:
+    """What `side` nets at best by capturing on `square`, where a piece worth `target` stands,
+    and the recaptures that follow — 0 when it had better not start. `occupied` is the board's
+    occupancy as it stands (a move already made on it)."""
+    gains: list[int] = []
+    while True:
+        attackers = attackers_with(board, side, square, occupied)
+        if not attackers:
+            break
+        origin, piece_type = _cheapest(board, attackers, side)
+        left = occupied & ~chess.BB_SQUARES[origin]
+        if piece_type == chess.KING and attackers_with(board, not side, square, left):
+            break  # the king may not capture onto a defended square
+        gains.append(target)
+        target, occupied, side = PIECE_VALUE[piece_type], left, not side
+    result = 0
+    for gain in reversed(gains):  # each capturer may stop: it nets the gain less the reply
+        result = max(0, gain - result)
+    return result
+
+
+def move_exchange(board: chess.Board, move: chess.Move) -> int:
+    """The mover's material balance after `move` and the best exchange on its destination that
+    follows (negative: the move loses material). Castling moves nothing onto a contested
+    square: 0."""
+    if board.is_castling(move):
+        return 0
+    moved = board.piece_type_at(move.from_square)
+    if moved is None:
+        raise ValueError(f"no piece on the move's from-square: {move.uci()}")
+    to = move.to_square
+    occupied = board.occupied & ~chess.BB_SQUARES[move.from_square] | chess.BB_SQUARES[to]
+    if board.is_en_passant(move):
+        captured = chess.PAWN
+        occupied &= ~chess.BB_SQUARES[to - 8 if board.turn == chess.WHITE else to + 8]
+    else:
+        captured = board.piece_type_at(to) or 0
+    on_square = move.promotion or moved
+    gain = (PIECE_VALUE[captured] if captured else 0) + PIECE_VALUE[on_square] - PIECE_VALUE[moved]
+    return gain - exchange_gain(board, to, not board.turn, occupied, PIECE_VALUE[on_square])
+
+
+def en_prise(board: chess.Board, square: chess.Square) -> bool:
+    """Whether the other side would win material by capturing the (non-king) piece on
+    `square` now, whoever is to move."""
+    piece = board.piece_at(square)
+    if piece is None or piece.piece_type == chess.KING:
+        return False
+    return (
+        exchange_gain(board, square, not piece.color, board.occupied, PIECE_VALUE[piece.piece_type])
+        > 0
+    )
