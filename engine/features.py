@@ -92,6 +92,14 @@ def check_names(names: Sequence[str]) -> tuple[str, ...]:
     return tuple(name for name in ALL_FACTS if name in set(names))
 
 
+def group_facts(groups: Sequence[str]) -> tuple[str, ...]:
+    """The fact names of these GROUPS (``train fit --facts``), in declaration order."""
+    unknown = sorted(set(groups) - set(GROUPS))
+    if unknown:
+        raise FeatureError(f"unknown fact groups {unknown}; the groups are {list(GROUPS)}")
+    return check_names([name for group in groups for name in GROUPS[group]])
+
+
 def channels(names: Sequence[str], declared: Sequence[Fact]) -> list[int]:
     """Indices of `names` among the declared channels (the graph picks these)."""
     order = [f.name for f in declared]

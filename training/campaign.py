@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from oneply.engine.errors import CommandError
+from oneply.engine.features import GROUPS
 from oneply.engine.model_file import REPO_ROOT
 
 LEDGER_DIR = REPO_ROOT / "models" / "campaign"
@@ -62,6 +63,8 @@ def start_commands(args: argparse.Namespace) -> dict[str, list[str]]:
     fresh = [] if args.no_generate and not Path(args.data).is_dir() else [args.data]
     fit = oneply + ["train", "fit", *fresh, *args.stock, "--follow", "--out", args.out]
     fit += ["--preset", "small"]
+    if args.facts:  # a new lineage reading more facts than its source (their rows at zero)
+        fit += ["--facts", *args.facts]
     fit += ["--init", str(init), "--steps", str(args.steps), "--batch", str(args.batch)]
     fit += ["--lr", str(args.lr), "--warmup", "100", "--threads", "1", "--eval-every", "500"]
     fit += ["--checkpoint-every", "200", "--quiet"]
@@ -272,6 +275,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--init",
         help="warm-start from this model instead of the ledger's latest (a new lineage: name "
         "it with save --lineage)",
+    )
+    parser.add_argument(
+        "--facts",
+        nargs="+",
+        choices=GROUPS,
+        metavar="GROUP",
+        help="fact groups the model reads (default: the --init model's); the source's groups "
+        "and more: the new groups' weights start at zero, the learnt ones carry over",
     )
     parser.add_argument(
         "--stock",

@@ -20,6 +20,7 @@ class TrainConfig:
     data: list[str]
     out: str
     preset: str = ""  # "": the --init source's, else the resumed checkpoint's, else DEFAULT_PRESET
+    facts: list[str] = field(default_factory=list)  # fact groups read ([]: the preset's)
     layout: str = "shared"
     steps: int = 1000
     batch: int = 256  # positions per step (per rank)
@@ -58,6 +59,7 @@ def check_compatible(saved: TrainConfig, wanted: TrainConfig) -> None:
     (the step count may grow: resuming with more --steps continues the run)."""
     fixed = (
         "preset",
+        "facts",
         "layout",
         "predictor",
         "batch",

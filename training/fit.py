@@ -52,6 +52,7 @@ from tqdm import tqdm
 from oneply.arena.puzzles import DEV_PUZZLES, read_puzzles
 from oneply.engine.architecture import PREDICTORS
 from oneply.engine.errors import CommandError
+from oneply.engine.features import ADOPTED_GROUPS, GROUPS
 from oneply.training.batches import Batch, collate
 from oneply.training.checkpoints import State, build_state, save_checkpoint, trim_metrics
 from oneply.training.config import CHECKPOINT, METRICS, PLOT, TrainConfig
@@ -252,6 +253,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="model size (default: the --init model's, the resumed run's, else small)",
     )
     parser.add_argument(
+        "--facts",
+        nargs="+",
+        choices=GROUPS,
+        default=d.facts,
+        metavar="GROUP",
+        help=f"fact groups the model reads, of {', '.join(GROUPS)} (default: the preset's, "
+        f"{' '.join(ADOPTED_GROUPS)}; with --init, a superset of the source's)",
+    )
+    parser.add_argument(
         "--init",
         metavar="MODEL.onnx|CHECKPOINT.pt",
         default=d.init,
@@ -373,10 +383,11 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
     puzzles = args.puzzles
     if puzzles is None:
         puzzles = str(DEV_PUZZLES) if DEV_PUZZLES.exists() else ""
-    special = ("data", "exclude_puzzles", "puzzles")
+    special = ("data", "exclude_puzzles", "puzzles", "facts")
     names = [f for f in TrainConfig.__dataclass_fields__ if f not in special]
     return TrainConfig(
         data=list(args.data),
+        facts=list(args.facts),
         exclude_puzzles=list(excluded),
         puzzles=puzzles,
         **{name: getattr(args, name) for name in names},

@@ -10,12 +10,14 @@ computes exactly what the source computes.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 
 import torch
 
 from oneply.engine.errors import CommandError
+from oneply.engine.features import MOVE_FACTS, SQUARE_FACTS, Fact, group_facts, table_offsets
 from oneply.training.config import DEFAULT_PRESET, TrainConfig, check_compatible
 from oneply.training.model import PRESETS, ActionValueModel, ModelConfig
 
@@ -85,54 +87,87 @@ def load_init(path: str | Path) -> InitSource:
     return _from_onnx(path) if path.suffix == ".onnx" else _from_checkpoint(path)
 
 
-def init_model_config(source: InitSource, preset: str) -> tuple[ModelConfig, str]:
-    """The run's architecture and preset name: the source's own; an explicit --preset must
-    describe the same weights (they fit no other architecture).
+def init_model_config(
+    source: InitSource, preset: str, facts: tuple[str, ...] | None = None
+) -> tuple[ModelConfig, str]:
+    """The run's architecture and preset name: the source's own (with `facts` read instead of
+    its facts, when given); an explicit --preset must describe the same weights (they fit no
+    other architecture).
 
     Two allowed differences, both upgrades of an older model:
     - a preset with the side-to-move view (``mirror``) may start from a source without it. The
       view has no weights, and a source that learnt white-to-move positions already knows every
       mirrored one, so the upgraded model scores white-to-move positions exactly as the source
       does and black-to-move ones as the source scores their colour-flipped twins;
-    - a preset that reads facts (``features``, engine/features.py) from a source that reads none:
-      their
-      embedding tables start at zero, so before the first step the model computes what the
-      source computes, and training then learns what the facts add.
+    - the run may read more facts (``features``, engine/features.py) than the source: the new
+      facts' rows of the embedding tables start at zero, so before the first step the model
+      computes what the source computes, and training then learns what the new facts add.
     """
-    if not preset:
-        return source.config, source.preset
-    wanted = PRESETS.get(preset)
-    if wanted is not None:  # the preset in the source's predictor (sv, bc drop move options)
-        wanted = replace(wanted, predictor=source.config.predictor)
+    wanted: ModelConfig | None = source.config
+    name = source.preset
+    if preset:
+        wanted, name = PRESETS.get(preset), preset
+        if wanted is not None:  # the preset in the source's predictor (sv, bc drop move options)
+            wanted = replace(wanted, predictor=source.config.predictor)
+    if wanted is not None and facts is not None:
+        wanted = replace(wanted, features=facts)
     if wanted is None or not _upgrades(source.config, wanted):
         raise CommandError(
-            f"--init {source.path} is a {source.preset!r} model ({source.config}), but --preset "
-            f"{preset} is {wanted}; leave out --preset to train the source's own architecture"
+            f"--init {source.path} is a {source.preset!r} model ({source.config}), but the run "
+            f"asks for {wanted}; leave out --preset to train the source's own architecture, and "
+            "give --facts a superset of the source's facts"
         )
-    return wanted, preset
+    return wanted, name
 
 
 def _upgrades(source: ModelConfig, wanted: ModelConfig) -> bool:
-    """`wanted` is the source, or the source with the view turned on and/or facts read."""
+    """`wanted` is the source, or the source with the view turned on and/or more facts read."""
     same_rest = replace(source, mirror=wanted.mirror, features=wanted.features) == wanted
-    facts_ok = source.features in ((), wanted.features)
+    facts_ok = set(source.features) <= set(wanted.features)
     return same_rest and source.mirror <= wanted.mirror and facts_ok
 
 
-#: tensors a warm start may leave at their (zero) initial values: the facts' tables
-NEW_TABLES = ("square_fact_embed.weight", "move_fact_embed.weight")
+Kind = Sequence[Fact]  # the declared square or move facts
+
+#: the facts' embedding tables, by kind: a warm start that adds facts grows them
+NEW_TABLES = {"square_fact_embed.weight": SQUARE_FACTS, "move_fact_embed.weight": MOVE_FACTS}
+
+
+def _grown_table(
+    weight: torch.Tensor, into: torch.Tensor, source: ModelConfig, wanted: ModelConfig, kind: Kind
+) -> torch.Tensor:
+    """The source's fact table laid out for the wanted facts: each of the source's channels
+    keeps its rows (moved to its new offset), a new channel's rows stay as `into` has them."""
+    sizes = {fact.name: fact.size for fact in kind}
+    old_names = [name for name in source.features if name in sizes]
+    new_names = [name for name in wanted.features if name in sizes]
+    old_offsets, _ = table_offsets(old_names, kind)
+    new_offsets, _ = table_offsets(new_names, kind)
+    grown = into.detach().clone()
+    for name, old in zip(old_names, old_offsets, strict=True):
+        new = int(new_offsets[new_names.index(name)])
+        grown[new : new + sizes[name]] = weight[old : old + sizes[name]]
+    return grown
 
 
 def load_weights(model: ActionValueModel, source: InitSource) -> None:
     """Copy the source's weights into `model`; a missing or extra tensor is a clear error
     (the fact tables of an upgrade excepted, see init_model_config)."""
+    weights = dict(source.weights)
+    upgrade = set(source.config.features) != set(model.config.features)
+    if upgrade:
+        state = model.state_dict()
+        for key, kind in NEW_TABLES.items():
+            if key in weights and key in state:
+                weights[key] = _grown_table(
+                    weights[key], state[key], source.config, model.config, kind
+                )
     try:
-        missing, unexpected = model.load_state_dict(source.weights, strict=False)
+        missing, unexpected = model.load_state_dict(weights, strict=False)
     except RuntimeError as error:
         raise CommandError(
             f"--init {source.path}: weights do not fit its own config ({error})"
         ) from None
-    upgrade = set(source.config.features) != set(model.config.features)
     wrong = [k for k in missing if not (upgrade and k in NEW_TABLES)] + list(unexpected)
     if wrong:
         raise CommandError(
@@ -149,6 +184,7 @@ def run_architecture(
     A resumed run keeps its checkpoint's architecture (and refuses other settings); a new run
     takes the --init source's, else the preset's.
     """
+    facts = group_facts(config.facts) if config.facts else None
     if checkpoint:
         saved = TrainConfig(**checkpoint["train_config"])
         config = replace(config, preset=config.preset or saved.preset)
@@ -156,7 +192,7 @@ def run_architecture(
         return config, ModelConfig(**checkpoint["config"]), None
     if config.init:
         source = load_init(config.init)
-        model_config, preset = init_model_config(source, config.preset)
+        model_config, preset = init_model_config(source, config.preset, facts)
         if model_config.predictor != config.predictor:
             raise CommandError(
                 f"--init {source.path} is a {model_config.predictor!r} model; it cannot start a "
@@ -164,8 +200,7 @@ def run_architecture(
             )
         return replace(config, preset=preset), model_config, source
     preset = config.preset or DEFAULT_PRESET
-    return (
-        replace(config, preset=preset),
-        replace(PRESETS[preset], predictor=config.predictor),
-        None,
-    )
+    model_config = replace(PRESETS[preset], predictor=config.predictor)
+    if facts is not None:
+        model_config = replace(model_config, features=facts)
+    return replace(config, preset=preset), model_config, None

@@ -14,6 +14,7 @@ import pytest
 from oneply.engine.features import (
     ADOPTED_FACTS,
     ALL_FACTS,
+    GROUPS,
     MOVE_NAMES,
     SQUARE_NAMES,
     FeatureError,
@@ -25,7 +26,7 @@ from oneply.engine.features import (
 from oneply.engine.inference import Scorer
 from oneply.engine.mirror import mirror_square
 from tests.conftest import POSITION_218
-from tests.helpers.model_helpers import file_log_probs, torch_log_probs
+from tests.helpers.model_helpers import file_log_probs, randomise_fact_tables, torch_log_probs
 
 SQ = {name: i for i, name in enumerate(SQUARE_NAMES)}
 MV = {name: i for i, name in enumerate(MOVE_NAMES)}
@@ -126,6 +127,7 @@ def test_names_are_checked_and_kept_in_declaration_order() -> None:
 
 torch = pytest.importorskip("torch")
 
+from oneply.engine.errors import CommandError  # noqa: E402
 from oneply.training.batches import Batch  # noqa: E402
 from oneply.training.config import TrainConfig  # noqa: E402
 from oneply.training.export import export_model  # noqa: E402
@@ -155,6 +157,36 @@ def test_a_model_without_facts_warm_starts_a_preset_with_them_exactly(tmp_path) 
         model.move_fact_embed.weight.normal_(0, 0.5)
     changed, _ = torch_log_probs(model, boards)
     assert not np.allclose(changed[mask], expected[mask], atol=1e-3)
+
+
+def test_a_warm_start_that_adds_the_exchange_facts_keeps_the_learnt_rows(tmp_path) -> None:
+    """`fit --init v7 --facts attacks pins move_facts exchange`: the source's fact rows keep
+    their values, the exchange rows start at zero, so the grown model scores every position as
+    its source does until training fills them."""
+    torch.manual_seed(6)
+    source_model = ActionValueModel(PRESETS["tiny"])
+    randomise_fact_tables(source_model)
+    path = tmp_path / "adopted.onnx"
+    export_model(source_model.eval(), path, preset="tiny")
+    wider = ADOPTED_FACTS + GROUPS["exchange"]
+    source = load_init(path)
+    config, _ = init_model_config(source, "", check_names(wider))
+    assert config.features == check_names(wider)
+    model = ActionValueModel(config).eval()
+    load_weights(model, source)
+    boards = [chess.Board(fen) for fen in POSITIONS]
+    actual, ids = torch_log_probs(model, boards)
+    expected = file_log_probs(Scorer(path, threads=1), boards)
+    mask = ids >= 0
+    np.testing.assert_allclose(actual[mask], expected[mask], atol=1e-5, rtol=1e-5)
+    en_prise = model.square_offsets[SQUARE_NAMES.index("en_prise")]
+    assert not model.square_fact_embed.weight[en_prise:].any()
+    with torch.no_grad():
+        model.move_fact_embed.weight[-7:].normal_(0, 0.5)  # the exchange buckets
+    changed, _ = torch_log_probs(model, boards)
+    assert not np.allclose(changed[mask], expected[mask], atol=1e-3)
+    with pytest.raises(CommandError, match="superset"):  # dropping a fact loses weights
+        init_model_config(source, "", check_names(["pinned"]))
 
 
 def test_format_4_file_declares_the_fact_inputs_and_old_files_do_not(tmp_path) -> None:

@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 from oneply.engine.errors import CommandError
+from oneply.engine.features import ADOPTED_FACTS, ADOPTED_GROUPS, GROUPS
 from oneply.engine.inference import Scorer
 from tests.conftest import POSITION_218
 from tests.helpers.model_helpers import file_log_probs, torch_log_probs
@@ -27,7 +28,13 @@ torch = pytest.importorskip("torch")
 from oneply.arena.puzzles import DEV_PUZZLES  # noqa: E402
 from oneply.training import fit  # noqa: E402
 from oneply.training.checkpoints import build_state, saved_step  # noqa: E402
-from oneply.training.config import CHECKPOINT, METRICS, PLOT, TrainConfig  # noqa: E402
+from oneply.training.config import (  # noqa: E402
+    CHECKPOINT,
+    METRICS,
+    PLOT,
+    TrainConfig,
+    check_compatible,
+)
 from oneply.training.data_feed import DataFeed  # noqa: E402
 from oneply.training.device import Dist, pick_device  # noqa: E402
 from oneply.training.export import export_model, load_checkpoint_model  # noqa: E402
@@ -161,6 +168,22 @@ def test_a_preset_with_the_side_to_move_view_upgrades_a_source_without_it(tmp_pa
     actual, ids = log_probs(model, black)
     unmirrored = file_log_probs(source, black)  # what the view changes
     assert not np.allclose(actual[ids >= 0], unmirrored[ids >= 0], atol=1e-3)
+
+
+def test_facts_choose_the_groups_a_run_reads_and_a_resume_keeps_them(tmp_path: Path) -> None:
+    """`fit --facts`: a fresh run reads those groups; a warm start may add groups to its
+    source's (through the engine's file, which then asks for them); a checkpoint resumed with
+    other groups is refused."""
+    _, model_config, _ = run_architecture(TrainConfig(data=[], out="", facts=["attacks"]), None)
+    assert model_config.features == GROUPS["attacks"]
+    _, path = source_model(tmp_path, move_features=True)
+    grown = warm_started(path, facts=[*ADOPTED_GROUPS, "exchange"])
+    assert set(grown.config.features) == set(ADOPTED_FACTS) | set(GROUPS["exchange"])
+    export_model(grown, tmp_path / "grown.onnx", preset="tiny", trained=False)
+    assert Scorer(tmp_path / "grown.onnx", threads=1).info.features == grown.config.features
+    saved = TrainConfig(data=[], out=str(tmp_path))
+    with pytest.raises(CommandError, match="facts"):
+        check_compatible(saved, dataclasses.replace(saved, facts=["exchange"]))
 
 
 # --------------------------------------------------------------------------- --follow

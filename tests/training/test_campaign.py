@@ -56,6 +56,10 @@ def test_a_new_lineage_starts_from_init_and_reads_stock_beside_the_fresh_data(
     args.stock = stock
     fit_command = campaign.start_commands(args)["fit"]
     assert fit_command[fit_command.index("--init") + 1] == "v6.onnx"  # over the ledger's latest
+    assert "--facts" not in fit_command  # the source's facts
+    args.facts = ["attacks", "pins", "move_facts", "exchange"]
+    fit_command = campaign.start_commands(args)["fit"]
+    assert fit_command[fit_command.index("--facts") + 1 :][:4] == args.facts
     data = fit_command[fit_command.index("fit") + 1 : fit_command.index("--follow")]
     assert data == [str(fresh), *stock]
     # without generate, a fresh directory that does not exist is not handed to the trainer
