@@ -32,9 +32,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import chess
+
 from oneply.arena import elo, match
 from oneply.arena.engines import EngineStartError
 from oneply.arena.ladder import UCI_ELO_MAX, UCI_ELO_MIN, append_pgn
+from oneply.arena.material import Giveaways, count_match
 from oneply.arena.puzzles import (
     DEV_PUZZLES,
     RememberingScorer,
@@ -68,6 +71,9 @@ class OpponentResult:
     draws: int = 0
     losses: int = 0
     seconds: float = 0.0
+    #: the model's moves that gave material away by static exchange, and the opponent's
+    gives: Giveaways = field(default_factory=Giveaways)
+    opponent_gives: Giveaways = field(default_factory=Giveaways)
 
     @property
     def games(self) -> int:
@@ -89,6 +95,10 @@ class OpponentResult:
             "score": self.points / self.games if self.games else None,
             "score_ci95": [lo, hi],
             "seconds": self.seconds,
+            "gives_material": {
+                "model": self.gives.to_list(),
+                "opponent": self.opponent_gives.to_list(),
+            },
         }
 
 
@@ -198,8 +208,11 @@ def play_opponents(
             result.interrupted = True
             return
         s = played.stats
+        gives = count_match(
+            [(g.pgn, chess.WHITE if g.a_white else chess.BLACK) for g in played.games]
+        )
         result.opponents.append(
-            OpponentResult(name, anchor, s["wins"], s["draws"], s["losses"], played.seconds)
+            OpponentResult(name, anchor, s["wins"], s["draws"], s["losses"], played.seconds, *gives)
         )
         if args.pgn:
             append_pgn(args.pgn, played)

@@ -60,15 +60,21 @@ def table(results: list[SuiteResult], tc: TimeControl) -> str:
         lines += ["", f"{result.label}  ({result.seconds:.0f}s)"]
         lines += puzzle_lines(result.puzzles)
         if result.opponents:
-            lines.append(f"  {'opponent':<14}{'anchor':>7}{'W/D/L':>12}{'score':>8}")
+            head = f"  {'opponent':<14}{'anchor':>7}{'W/D/L':>12}{'score':>8}"
+            lines.append(head + f"{'gives material (model/opp.)':>30}")
         for o in result.opponents:
             score = f"{o.points / o.games:.3f}" if o.games else "-"
             wdl = f"{o.wins}/{o.draws}/{o.losses}"
-            lines.append(f"  {o.name:<14}{o.anchor:>7.0f}{wdl:>12}{score:>8}")
+            gives = f"{percent(o.gives.rate)} / {percent(o.opponent_gives.rate)}"
+            lines.append(f"  {o.name:<14}{o.anchor:>7.0f}{wdl:>12}{score:>8}{gives:>30}")
         lines.append(f"  rating: {rating_text(result.rating)}")
     for new, old in pairs(results):
         lines += ["", comparison_text(comparison(new, old))]
     return "\n".join(lines)
+
+
+def percent(rate: float | None) -> str:
+    return "-" if rate is None else f"{rate:.1%}"
 
 
 def pairs(results: list[SuiteResult]) -> list[tuple[SuiteResult, SuiteResult]]:

@@ -78,6 +78,10 @@ def test_strength_end_to_end(tiny_onnx, tmp_path, capsys) -> None:
     assert data["rating"]["lower"] < data["rating"]["rating"] < data["rating"]["upper"]
     assert [o["name"] for o in data["opponents"]] == ["greedy"]
     assert data["opponents"][0]["games"] == 2
+    # greedy takes whatever hangs, so the tiny untrained net's moves are counted both sides
+    gives, moves = data["opponents"][0]["gives_material"]["model"]
+    opponent_moves = data["opponents"][0]["gives_material"]["opponent"][1]
+    assert 0 <= gives <= moves and moves > 0 and abs(moves - opponent_moves) <= 2
     assert data["puzzles"]["argmax"]["count"] == 8 and "policy" in data["puzzles"]
     # the model against itself: the difference of the two runs' ratings, read by its interval
     diff = data["comparison"]
@@ -91,7 +95,7 @@ def test_strength_end_to_end(tiny_onnx, tmp_path, capsys) -> None:
     assert diff["puzzles_argmax_diff"] == 0  # the same net solves the same puzzles
     assert png.stat().st_size > 10_000
     printed = capsys.readouterr().out
-    assert "rating:" in printed and "vs baseline" in printed
+    assert "rating:" in printed and "vs baseline" in printed and "gives material" in printed
     assert f"→ {diff['verdict']}" in printed
 
 
