@@ -11,7 +11,8 @@ positions it trains on (fresh data: each position is seen once) and the training
     positions = budget / (label seconds per position + train seconds per position)
 
 The labelling cost is what the generate run recorded (its shards' ``worker_seconds`` over
-their positions: generate the compared data one after the other on the same quiet core). The
+their positions: the CPU of generate's process tree, training/cpu_clock.py; shards of an older
+generate recorded wall time × workers, right only on a quiet core). The
 training cost is measured, not assumed: two short probe runs of the row's own model and
 settings (``PROBE_STEPS``), timed in process CPU seconds so that other work on a shared machine
 does not count, their difference divided by the positions between them (start-up, data loading

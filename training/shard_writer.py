@@ -18,6 +18,7 @@ import numpy as np
 
 from oneply.engine.files import write_json_atomic
 from oneply.engine.tokenizer import position_key
+from oneply.training.cpu_clock import tree_cpu_seconds
 from oneply.training.dataset import DatasetError, Shard, find_shards
 from oneply.training.scored_games import Record
 from oneply.training.shard_publish import write_compact_shard
@@ -95,9 +96,11 @@ class Writer:
     ) -> None:
         self.out, self.shard, self.meta, self.prefix = out, shard, meta, prefix
         self.workers = workers
-        #: since the last shard: its CPU cost is this wall time × workers (the campaign's
-        #: labelling CPU-hours are the sum over shards)
+        #: since the last shard: its labelling CPU (this process, its workers and their
+        #: Stockfish; wall time × workers where the system cannot say). The campaign's
+        #: labelling CPU-hours are the sum over shards
         self.clock = time.perf_counter()
+        self.cpu = tree_cpu_seconds()
         self.records: list[Record] = []
         self.first_game: int | None = None
         self.last_game: int | None = None
@@ -123,9 +126,13 @@ class Writer:
         k, n = self.shard
         name = f"{self.prefix}{k}of{n}-{self.first_game:09d}"
         meta = {**self.meta, "shard": f"{k}/{n}", "games": [self.first_game, end_game]}
-        now = time.perf_counter()
-        meta["worker_seconds"] = round((now - self.clock) * self.workers, 2)
-        self.clock = now
+        now, cpu = time.perf_counter(), tree_cpu_seconds()
+        if cpu is not None and self.cpu is not None:
+            meta["worker_seconds"], meta["worker_clock"] = round(cpu - self.cpu, 2), "cpu"
+        else:
+            meta["worker_seconds"] = round((now - self.clock) * self.workers, 2)
+            meta["worker_clock"] = "wall"
+        self.clock, self.cpu = now, cpu
         if self.records:
             states = np.stack([r.state for r in self.records])
             write_compact_shard(self.out / name, states, [r.wins for r in self.records], meta)

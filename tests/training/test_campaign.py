@@ -74,6 +74,8 @@ def test_generate_records_the_labelling_cpu_of_every_shard(tmp_path: Path) -> No
     totals = campaign.label_totals(out)
     assert totals["positions"] >= 60 and totals["timed_positions"] == totals["positions"]
     assert totals["seconds"] > 0 and totals["depths"] == {1}
+    metas = [json.loads(path.read_text()) for path in out.glob("*/meta.json")]
+    assert {meta["worker_clock"] for meta in metas} == {"cpu"}  # not wall time x workers
 
 
 def test_ledger_rows_replace_their_session_and_hours_accumulate() -> None:
