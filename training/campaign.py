@@ -62,7 +62,6 @@ def start_commands(args: argparse.Namespace) -> dict[str, list[str]]:
     generate += ["--bench-sample", "0"]
     fresh = [] if args.no_generate and not Path(args.data).is_dir() else [args.data]
     fit = oneply + ["train", "fit", *fresh, *args.stock, "--follow", "--out", args.out]
-    fit += ["--preset", "small"]
     if args.facts:  # a new lineage reading more facts than its source (their rows at zero)
         fit += ["--facts", *args.facts]
     fit += ["--init", str(init), "--steps", str(args.steps), "--batch", str(args.batch)]
