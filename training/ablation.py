@@ -34,7 +34,7 @@ from typing import Any
 
 from oneply.arena.puzzles import DEV_PUZZLES
 from oneply.engine.errors import CommandError
-from oneply.engine.features import ADOPTED_GROUPS, GROUPS
+from oneply.engine.features import GROUPS, V5_GROUPS
 from oneply.training.budget import (
     depth_of,
     label_seconds_per_position,
@@ -95,22 +95,28 @@ VARIANTS: tuple[Variant, ...] = (
         "mirror + capture, check, destination attackers/defenders",
         _facts("move_facts"),
     ),
-    Variant("facts", "mirror + every fact (v5 architecture)", _facts(*ADOPTED_GROUPS)),
+    Variant("facts", "mirror + attacks, pins, move facts (v5 architecture)", _facts(*V5_GROUPS)),
     Variant(
         "facts-exchange",
         "facts + static exchange of each move, pieces en prise",
-        _facts(*ADOPTED_GROUPS, "exchange"),
+        _facts(*V5_GROUPS, "exchange"),
     ),
     Variant(
         "rank",
         "facts + listwise ranking loss (weight 1, T 0.05)",
-        _facts(*ADOPTED_GROUPS),
+        _facts(*V5_GROUPS),
+        {"rank_weight": 1.0},
+    ),
+    Variant(
+        "exchange-rank",
+        "facts + static exchange + ranking loss (what presets and the campaign now train)",
+        _facts(*V5_GROUPS, "exchange"),
         {"rank_weight": 1.0},
     ),
     Variant(
         "gap",
         "facts + weight 1 + 4 x (best - second) per position",
-        _facts(*ADOPTED_GROUPS),
+        _facts(*V5_GROUPS),
         {"gap_weight": 4.0},
     ),
     # the size sweep (issue 18): the v5 architecture at the other presets' sizes; compare
@@ -118,28 +124,28 @@ VARIANTS: tuple[Variant, ...] = (
     Variant(
         "size-tiny",
         "facts at the tiny preset's size (2 layers x 32, 0.1M)",
-        {**_facts(*ADOPTED_GROUPS), "layers": 2, "heads": 2, "width": 32},
+        {**_facts(*V5_GROUPS), "layers": 2, "heads": 2, "width": 32},
     ),
     Variant(
         "size-medium",
         "facts at the medium preset's size (6 layers x 192, 4.1M)",
-        {**_facts(*ADOPTED_GROUPS), "layers": 6, "heads": 6, "width": 192},
+        {**_facts(*V5_GROUPS), "layers": 6, "heads": 6, "width": 192},
     ),
     # label depth (issue 18): deeper labels cost more Stockfish time per position; compare
     # with --cpu-hours on data generated at each depth
-    Variant("depth-4", "facts, labels at Stockfish depth 4", _facts(*ADOPTED_GROUPS), depth=4),
-    Variant("depth-6", "facts, labels at Stockfish depth 6", _facts(*ADOPTED_GROUPS), depth=6),
+    Variant("depth-4", "facts, labels at Stockfish depth 4", _facts(*V5_GROUPS), depth=4),
+    Variant("depth-6", "facts, labels at Stockfish depth 6", _facts(*V5_GROUPS), depth=6),
     # issue 22: the paper's other two predictors on the v5 inputs (compare with --cpu-hours)
     Variant(
         "sv",
         "facts, state value: HL-Gauss on the position's value (its best move's)",
-        {**_facts(*ADOPTED_GROUPS), "predictor": "sv"},
+        {**_facts(*V5_GROUPS), "predictor": "sv"},
         {"predictor": "sv"},
     ),
     Variant(
         "bc",
         "facts, behavioural cloning: cross-entropy on the best move",
-        {**_facts(*ADOPTED_GROUPS), "predictor": "bc"},
+        {**_facts(*V5_GROUPS), "predictor": "bc"},
         {"predictor": "bc"},
     ),
 )

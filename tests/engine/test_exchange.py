@@ -10,9 +10,9 @@ import pytest
 
 from oneply.engine.exchange import PIECE_VALUE, en_prise, move_exchange
 from oneply.engine.features import (
-    ADOPTED_FACTS,
     MOVE_NAMES,
     SQUARE_NAMES,
+    V5_FACTS,
     encode_facts,
     exchange_bucket,
     move_facts,
@@ -129,10 +129,10 @@ def test_a_model_without_the_exchange_facts_is_spared_them() -> None:
     board = chess.Board(POSITIONS["italian, queen out"])
     moves = [list(board.legal_moves)]
     full = encode_facts([board], moves, len(moves[0]))
-    adopted = encode_facts([board], moves, len(moves[0]), ADOPTED_FACTS)
+    adopted = encode_facts([board], moves, len(moves[0]), V5_FACTS)
     for names, all_of, some_of in zip((SQUARE_NAMES, MOVE_NAMES), full, adopted, strict=True):
         for index, name in enumerate(names):
-            if name in ADOPTED_FACTS:
+            if name in V5_FACTS:
                 assert np.array_equal(all_of[..., index], some_of[..., index]), name
             else:
                 assert not some_of[..., index].any() and all_of[..., index].any(), name

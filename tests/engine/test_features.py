@@ -17,6 +17,7 @@ from oneply.engine.features import (
     GROUPS,
     MOVE_NAMES,
     SQUARE_NAMES,
+    V5_FACTS,
     FeatureError,
     check_names,
     encode_facts,
@@ -160,15 +161,15 @@ def test_a_model_without_facts_warm_starts_a_preset_with_them_exactly(tmp_path) 
 
 
 def test_a_warm_start_that_adds_the_exchange_facts_keeps_the_learnt_rows(tmp_path) -> None:
-    """`fit --init v7 --facts attacks pins move_facts exchange`: the source's fact rows keep
-    their values, the exchange rows start at zero, so the grown model scores every position as
-    its source does until training fills them."""
+    """`fit --init v7 --facts attacks pins move_facts exchange` (v7 reads the v5 facts): the
+    source's fact rows keep their values, the exchange rows start at zero, so the grown model
+    scores every position as its source does until training fills them."""
     torch.manual_seed(6)
-    source_model = ActionValueModel(PRESETS["tiny"])
+    source_model = ActionValueModel(dataclasses.replace(PRESETS["tiny"], features=V5_FACTS))
     randomise_fact_tables(source_model)
     path = tmp_path / "adopted.onnx"
     export_model(source_model.eval(), path, preset="tiny")
-    wider = ADOPTED_FACTS + GROUPS["exchange"]
+    wider = V5_FACTS + GROUPS["exchange"]
     source = load_init(path)
     config, _ = init_model_config(source, "", check_names(wider))
     assert config.features == check_names(wider)

@@ -11,7 +11,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from oneply.engine.features import ADOPTED_FACTS  # noqa: E402
+from oneply.engine.features import V5_FACTS  # noqa: E402
 from oneply.training import ablation  # noqa: E402
 from tests.helpers.training import make_shard  # noqa: E402
 
@@ -37,7 +37,7 @@ def test_variants_change_only_what_they_name(tmp_path: Path) -> None:
 
 def test_the_exchange_row_adds_only_the_exchange_facts(tmp_path: Path) -> None:
     facts, exchange = (init_weights(tmp_path, n)["config"] for n in ("facts", "facts-exchange"))
-    assert facts["features"] == ADOPTED_FACTS
+    assert facts["features"] == V5_FACTS
     assert set(exchange["features"]) - set(facts["features"]) == {"en_prise", "exchange"}
     assert {k: v for k, v in exchange.items() if k != "features"} == {
         k: v for k, v in facts.items() if k != "features"

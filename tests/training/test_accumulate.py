@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from oneply.engine.errors import CommandError
-from oneply.engine.features import ADOPTED_FACTS, ADOPTED_GROUPS, GROUPS
+from oneply.engine.features import GROUPS, V5_FACTS, V5_GROUPS
 from oneply.engine.inference import Scorer
 from tests.conftest import POSITION_218
 from tests.helpers.model_helpers import file_log_probs, torch_log_probs
@@ -73,10 +73,11 @@ def log_probs(model: ActionValueModel, boards) -> tuple[np.ndarray, np.ndarray]:
 
 
 def source_model(
-    tmp_path: Path, move_features: bool, mirror: bool = True
+    tmp_path: Path, move_features: bool, mirror: bool = True, features: tuple[str, ...] = ()
 ) -> tuple[ActionValueModel, Path]:
     torch.manual_seed(7)
     config = dataclasses.replace(PRESETS["tiny"], move_features=move_features, mirror=mirror)
+    config = dataclasses.replace(config, features=features or config.features)
     model = ActionValueModel(config)
     path = tmp_path / "source.onnx"
     export_model(model.eval(), path, preset="tiny", trained=False)
@@ -176,9 +177,9 @@ def test_facts_choose_the_groups_a_run_reads_and_a_resume_keeps_them(tmp_path: P
     other groups is refused."""
     _, model_config, _ = run_architecture(TrainConfig(data=[], out="", facts=["attacks"]), None)
     assert model_config.features == GROUPS["attacks"]
-    _, path = source_model(tmp_path, move_features=True)
-    grown = warm_started(path, facts=[*ADOPTED_GROUPS, "exchange"])
-    assert set(grown.config.features) == set(ADOPTED_FACTS) | set(GROUPS["exchange"])
+    _, path = source_model(tmp_path, move_features=True, features=V5_FACTS)
+    grown = warm_started(path, facts=[*V5_GROUPS, "exchange"])
+    assert set(grown.config.features) == set(V5_FACTS) | set(GROUPS["exchange"])
     export_model(grown, tmp_path / "grown.onnx", preset="tiny", trained=False)
     assert Scorer(tmp_path / "grown.onnx", threads=1).info.features == grown.config.features
     saved = TrainConfig(data=[], out=str(tmp_path))
