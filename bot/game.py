@@ -30,6 +30,7 @@ from oneply.bot.config_checks import MAX_CHAT
 from oneply.bot.lichess import Lichess, RateLimited, is_transient, status_of
 from oneply.engine.clock import MAX_THINK_MS, think_budget_ms
 from oneply.engine.fallback import Fallback
+from oneply.engine.files import write_atomic
 from oneply.engine.inference import MoveScore
 from oneply.engine.policy import MovePolicy
 from oneply.engine.search import Limits, TreeSearch
@@ -455,7 +456,7 @@ class Game:
             directory = Path(self.s.config.pgn_directory)
             directory.mkdir(parents=True, exist_ok=True)
             path = directory / f"{self.id}.pgn"
-            path.write_text(str(self.to_pgn(result)) + "\n\n")
+            write_atomic(path, str(self.to_pgn(result)) + "\n\n")  # never seen half-written
             return path
         except OSError as error:
             log.error("event=pgn_failed game=%s error=%r", self.id, error)
