@@ -137,6 +137,17 @@ from oneply.training.targets import best_gaps, objective, ranking_loss_sum  # no
 from oneply.training.warm_start import init_model_config, load_init, load_weights  # noqa: E402
 
 
+def scores_as_file(model, path):
+    """Assert a warm-started model scores POSITIONS exactly as its source file does; the
+    boards, the real-move mask and the file's log-probs, for what the test changes next."""
+    boards = [chess.Board(fen) for fen in POSITIONS]
+    actual, ids = torch_log_probs(model, boards)
+    expected = file_log_probs(Scorer(path, threads=1), boards)
+    mask = ids >= 0
+    np.testing.assert_allclose(actual[mask], expected[mask], atol=1e-5, rtol=1e-5)
+    return boards, mask, expected
+
+
 def test_a_model_without_facts_warm_starts_a_preset_with_them_exactly(tmp_path) -> None:
     """v4 → v5: the fact tables start at zero, so before any step the upgraded model scores
     every position as its source does; then the facts change the output once learnt."""
@@ -149,11 +160,7 @@ def test_a_model_without_facts_warm_starts_a_preset_with_them_exactly(tmp_path) 
     assert config == PRESETS["tiny"] and config.features == ADOPTED_FACTS
     model = ActionValueModel(config).eval()
     load_weights(model, source)
-    boards = [chess.Board(fen) for fen in POSITIONS]
-    actual, ids = torch_log_probs(model, boards)
-    expected = file_log_probs(Scorer(path, threads=1), boards)
-    mask = ids >= 0
-    np.testing.assert_allclose(actual[mask], expected[mask], atol=1e-5, rtol=1e-5)
+    boards, mask, expected = scores_as_file(model, path)
     with torch.no_grad():
         model.move_fact_embed.weight.normal_(0, 0.5)
     changed, _ = torch_log_probs(model, boards)
@@ -175,11 +182,7 @@ def test_a_warm_start_that_adds_the_exchange_facts_keeps_the_learnt_rows(tmp_pat
     assert config.features == check_names(wider)
     model = ActionValueModel(config).eval()
     load_weights(model, source)
-    boards = [chess.Board(fen) for fen in POSITIONS]
-    actual, ids = torch_log_probs(model, boards)
-    expected = file_log_probs(Scorer(path, threads=1), boards)
-    mask = ids >= 0
-    np.testing.assert_allclose(actual[mask], expected[mask], atol=1e-5, rtol=1e-5)
+    boards, mask, expected = scores_as_file(model, path)
     en_prise = model.square_offsets[SQUARE_NAMES.index("en_prise")]
     assert not model.square_fact_embed.weight[en_prise:].any()
     with torch.no_grad():
