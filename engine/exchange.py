@@ -14,6 +14,9 @@ attackers for any occupancy, so the board itself is never changed.
 
 from __future__ import annotations
 
+import functools
+import operator
+
 import chess
 
 #: material in pawns by python-chess piece type (the king is never captured)
@@ -25,6 +28,10 @@ PIECE_VALUE: dict[chess.PieceType, int] = {
     chess.QUEEN: 9,
     chess.KING: 0,
 }
+#: every rank, file and diagonal through a square, edge to edge
+_LINES: list[chess.Bitboard] = [
+    functools.reduce(operator.or_, chess.BB_RAYS[square], 0) for square in chess.SQUARES
+]
 _CHEAPEST_FIRST = (chess.PAWN, chess.KNIGHT, chess.BISHOP, chess.ROOK, chess.QUEEN, chess.KING)
 
 
@@ -117,3 +124,45 @@ def en_prise(board: chess.Board, square: chess.Square) -> bool:
         exchange_gain(board, square, not piece.color, board.occupied, PIECE_VALUE[piece.piece_type])
         > 0
     )
+
+
+def threat(
+    board: chess.Board,
+    color: chess.Color,
+    skip: chess.Square | None = None,
+    among: chess.Bitboard = chess.BB_ALL,
+) -> int:
+    """The most the other side nets at best by capturing one of `color`'s pieces (not the king,
+    not the one on `skip`; only those on `among`), static exchange square by square — after a
+    move, what it leaves en prise: the defender walked away, the line opened, the attacked piece
+    left where it was."""
+    pieces = board.occupied_co[color] & ~board.kings & among
+    if skip is not None:
+        pieces &= ~chess.BB_SQUARES[skip]
+    worst = 0
+    for square in chess.SquareSet(pieces):
+        piece_type = board.piece_type_at(square)
+        if piece_type is None or not board.attackers_mask(not color, square):
+            continue
+        value = PIECE_VALUE[piece_type]
+        worst = max(worst, exchange_gain(board, square, not color, board.occupied, value))
+    return worst
+
+
+def opened_by(board: chess.Board, move: chess.Move) -> chess.Bitboard:
+    """The squares where `move` (not yet made) can let a slider's attack through: the lines
+    through every square it empties — its origin, the castling rook's, the pawn taken en
+    passant. Elsewhere a move only blocks lines or removes attackers, so a piece off these
+    lines is attacked after the move only if it was before (what makes `threat` cheap)."""
+    emptied = [move.from_square]
+    if board.is_castling(move):
+        rook_file = (
+            7 if chess.square_file(move.to_square) > chess.square_file(move.from_square) else 0
+        )
+        emptied.append(chess.square(rook_file, chess.square_rank(move.from_square)))
+    elif board.is_en_passant(move):
+        emptied.append(move.to_square - 8 if board.turn == chess.WHITE else move.to_square + 8)
+    lines = 0
+    for square in emptied:
+        lines |= _LINES[square]
+    return lines

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import chess
 import numpy as np
 
-from oneply.engine.exchange import en_prise, move_exchange
+from oneply.engine.exchange import en_prise, move_exchange, opened_by, threat
 from oneply.engine.tokenizer import SQUARE_TOKEN
 
 
@@ -57,6 +57,12 @@ MOVE_FACTS: tuple[Fact, ...] = (
         7,
         "the move's static exchange, pawns: 0 ≤ −5, 1 −4…−2, 2 −1, 3 even, 4 +1, 5 +2…+4, 6 ≥ +5",
     ),
+    Fact(
+        "threat",
+        6,
+        "the most the opponent then nets by a capture on another square (static exchange), "
+        "pawns: 0 nothing, 1 one, 2 two, 3 three or four, 4 five or six, 5 seven or more",
+    ),
 )
 SQUARE_NAMES = tuple(f.name for f in SQUARE_FACTS)
 MOVE_NAMES = tuple(f.name for f in MOVE_FACTS)
@@ -66,6 +72,7 @@ GROUPS: dict[str, tuple[str, ...]] = {
     "pins": ("pinned",),
     "move_facts": ("captured", "check", "dest_attackers", "dest_defenders"),
     "exchange": ("en_prise", "exchange"),  # static exchange (engine/exchange.py)
+    "threats": ("threat",),  # what a move leaves en prise elsewhere (engine/exchange.py)
 }
 ALL_FACTS: tuple[str, ...] = SQUARE_NAMES + MOVE_NAMES
 
@@ -139,10 +146,11 @@ def fact_names(facts: Wanted) -> tuple[str, ...]:
     return check_names(facts)
 
 
-def reads_exchange(facts: Wanted) -> bool:
-    """Whether the static-exchange channels are asked for (the costly ones: a model that does
-    not read them is spared their ~1 ms per position, and sees them as 0)."""
-    return bool(set(fact_names(facts)) & set(GROUPS["exchange"]))
+def reads(facts: Wanted, group: str) -> bool:
+    """Whether any channel of `group` is asked for. The static-exchange groups are the costly
+    ones (~0.1–0.4 ms per position each): a model that does not read them is spared them, and
+    sees them as 0."""
+    return bool(set(fact_names(facts)) & set(GROUPS[group]))
 
 
 def _count_attacks(board: chess.Board, color: chess.Color) -> np.ndarray:
@@ -155,9 +163,10 @@ def _count_attacks(board: chess.Board, color: chess.Color) -> np.ndarray:
     return counts
 
 
-def square_facts(board: chess.Board, exchange: bool = True) -> np.ndarray:
+def square_facts(board: chess.Board, facts: Wanted = True) -> np.ndarray:
     """uint8 [64, len(SQUARE_FACTS)] for the real squares, from the side to move (without
-    `exchange`, ``en_prise`` stays 0)."""
+    the exchange group among `facts`, ``en_prise`` stays 0)."""
+    exchange = reads(facts, "exchange")
     us, them = board.turn, not board.turn
     out = np.zeros((64, len(SQUARE_FACTS)), dtype=np.uint8)
     out[:, 0] = np.minimum(_count_attacks(board, us), 3)
@@ -174,11 +183,31 @@ def square_facts(board: chess.Board, exchange: bool = True) -> np.ndarray:
 
 #: upper edges (pawns) of the ``exchange`` buckets 0 … 5; above the last: bucket 6
 _EXCHANGE_EDGES = (-5, -2, -1, 0, 1, 4)
+#: upper edges (pawns) of the ``threat`` buckets 0 … 4; above the last: bucket 5
+_THREAT_EDGES = (0, 1, 2, 4, 6)
+
+
+def _bucket(pawns: int, edges: tuple[int, ...]) -> int:
+    return next((i for i, edge in enumerate(edges) if pawns <= edge), len(edges))
 
 
 def exchange_bucket(pawns: int) -> int:
     """The ``exchange`` fact of a static exchange of `pawns` (engine/exchange.py)."""
-    return next((i for i, edge in enumerate(_EXCHANGE_EDGES) if pawns <= edge), 6)
+    return _bucket(pawns, _EXCHANGE_EDGES)
+
+
+def threat_bucket(pawns: int) -> int:
+    """The ``threat`` fact of what the opponent nets at best, `pawns` (engine/exchange.py)."""
+    return _bucket(pawns, _THREAT_EDGES)
+
+
+def _attacked(board: chess.Board, color: chess.Color) -> chess.Bitboard:
+    """The squares of `color`'s pieces that the other side attacks."""
+    mask = 0
+    for square in chess.SquareSet(board.occupied_co[color]):
+        if board.attackers_mask(not color, square):
+            mask |= chess.BB_SQUARES[square]
+    return mask
 
 
 def _captured(board: chess.Board, move: chess.Move) -> int:
@@ -187,18 +216,20 @@ def _captured(board: chess.Board, move: chess.Move) -> int:
     return board.piece_type_at(move.to_square) or 0
 
 
-def move_facts(
-    board: chess.Board, moves: Sequence[chess.Move], exchange: bool = True
-) -> np.ndarray:
+def move_facts(board: chess.Board, moves: Sequence[chess.Move], facts: Wanted = True) -> np.ndarray:
     """uint8 [len(moves), len(MOVE_FACTS)]: what each move takes, whether it checks, who
     attacks and defends its destination once it is played (the moved piece not counted as its
-    own defender; a piece behind it on the line counts, as it would in an exchange), and what
-    the exchange on the destination nets (without `exchange`, ``exchange`` stays 0)."""
+    own defender; a piece behind it on the line counts, as it would in an exchange), what the
+    exchange on the destination nets and what the opponent can then win elsewhere (the last
+    two only when their groups are among `facts`, else 0)."""
+    exchange, threats = reads(facts, "exchange"), reads(facts, "threats")
     out = np.zeros((len(moves), len(MOVE_FACTS)), dtype=np.uint8)
     us = board.turn
+    attacked = _attacked(board, us) if threats else 0
     for row, move in enumerate(moves):
         captured = _captured(board, move)
         swap = exchange_bucket(move_exchange(board, move)) if exchange else 0
+        suspects = attacked | opened_by(board, move) if threats else 0
         board.push(move)
         try:
             to = move.to_square
@@ -208,6 +239,7 @@ def move_facts(
                 min(3, chess.popcount(board.attackers_mask(not us, to))),
                 min(3, chess.popcount(board.attackers_mask(us, to))),
                 swap,
+                threat_bucket(threat(board, us, to, suspects)) if threats else 0,
             )
         finally:
             board.pop()
@@ -216,8 +248,7 @@ def move_facts(
 
 def encode_squares(boards: Sequence[chess.Board], facts: Wanted = True) -> np.ndarray:
     """The square-facts input of a batch: int64 [B, 64, S]."""
-    exchange = reads_exchange(facts)
-    return np.stack([square_facts(board, exchange) for board in boards]).astype(np.int64)
+    return np.stack([square_facts(board, facts) for board in boards]).astype(np.int64)
 
 
 def encode_facts(
@@ -228,9 +259,8 @@ def encode_facts(
 ) -> tuple[np.ndarray, np.ndarray]:
     """The two feature inputs of a batch: int64 [B, 64, S] and [B, width, M] (padding 0);
     channels outside `facts` may be left 0."""
-    exchange = reads_exchange(facts)
     squares = encode_squares(boards, facts)
     per_move = np.zeros((len(boards), width, len(MOVE_FACTS)), dtype=np.int64)
     for row, (board, legal) in enumerate(zip(boards, moves, strict=True)):
-        per_move[row, : len(legal)] = move_facts(board, legal, exchange)
+        per_move[row, : len(legal)] = move_facts(board, legal, facts)
     return squares, per_move

@@ -114,6 +114,11 @@ VARIANTS: tuple[Variant, ...] = (
         {"rank_weight": 1.0},
     ),
     Variant(
+        "exchange-threats",
+        "facts + static exchange + what each move leaves en prise elsewhere",
+        _facts(*V5_GROUPS, "exchange", "threats"),
+    ),
+    Variant(
         "gap",
         "facts + weight 1 + 4 x (best - second) per position",
         _facts(*V5_GROUPS),

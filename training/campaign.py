@@ -62,7 +62,7 @@ def start_commands(args: argparse.Namespace) -> dict[str, list[str]]:
     generate += ["--bench-sample", "0"]
     fresh = [] if args.no_generate and not Path(args.data).is_dir() else [args.data]
     fit = oneply + ["train", "fit", *fresh, *args.stock, "--follow", "--out", args.out]
-    if args.facts:  # a new lineage reading more facts than its source (their rows at zero)
+    if args.facts:  # read more facts than the source: the new rows start at zero, lineage goes on
         fit += ["--facts", *args.facts]
     fit += ["--init", str(init), "--steps", str(args.steps), "--batch", str(args.batch)]
     fit += ["--lr", str(args.lr), "--warmup", "100", "--threads", "1", "--eval-every", "500"]

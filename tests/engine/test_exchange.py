@@ -1,6 +1,7 @@
 """Static exchange evaluation (engine/exchange.py) against a brute force over python-chess's
 legal captures, on hand-picked positions: x-rays, en passant, promotion, a king that may not
-recapture, and both colours; then the two facts built on it (engine/features.py)."""
+recapture, and both colours; then the facts built on it (engine/features.py): the exchange of
+each move, the pieces en prise, and what each move leaves en prise elsewhere."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import chess
 import numpy as np
 import pytest
 
-from oneply.engine.exchange import PIECE_VALUE, en_prise, move_exchange
+from oneply.engine.exchange import PIECE_VALUE, en_prise, move_exchange, threat
 from oneply.engine.features import (
     MOVE_NAMES,
     SQUARE_NAMES,
@@ -17,6 +18,7 @@ from oneply.engine.features import (
     exchange_bucket,
     move_facts,
     square_facts,
+    threat_bucket,
 )
 
 #: no pins and no promotion in the middle of an exchange: there the swap rule and the brute
@@ -124,8 +126,8 @@ def test_buckets_cover_every_balance_in_order() -> None:
 
 
 def test_a_model_without_the_exchange_facts_is_spared_them() -> None:
-    """Asked only for the adopted facts, the exchange channels stay 0 and every other channel
-    is what the full computation gives: files that read them play unchanged."""
+    """Asked only for the v5 facts, the exchange and threat channels stay 0 and every other
+    channel is what the full computation gives: files that read them play unchanged."""
     board = chess.Board(POSITIONS["italian, queen out"])
     moves = [list(board.legal_moves)]
     full = encode_facts([board], moves, len(moves[0]))
@@ -136,3 +138,69 @@ def test_a_model_without_the_exchange_facts_is_spared_them() -> None:
                 assert np.array_equal(all_of[..., index], some_of[..., index]), name
             else:
                 assert not some_of[..., index].any() and all_of[..., index].any(), name
+
+
+def _comparable(board: chess.Board) -> bool:
+    """Where the swap rule and the brute force must agree: the side to move is not in check,
+    has no pinned piece and promotes with no capture (the swap rule ignores all three)."""
+    mover = board.turn
+    pieces = chess.SquareSet(board.occupied_co[mover])
+    return not (
+        board.is_check()
+        or any(board.is_pinned(mover, square) for square in pieces)
+        or any(m.promotion for m in board.legal_moves if board.is_capture(m))
+    )
+
+
+#: a knight on e5 held only by the pawn on d4; a queen on e1 screened from the rook by a bishop
+LEFT_EN_PRISE = {
+    "defender walks away": "4r1k1/8/8/4N3/3P4/8/8/6K1 w - - 0 1",
+    "line opened": "4r1k1/8/8/8/4B3/8/8/4Q1K1 w - - 0 1",
+    "middlegame, knight loose": "4q1rk/pr3ppp/8/2B1p3/4Pnb1/2PP1N2/PP3PPP/R2QR1K1 w - - 1 17",
+    "middlegame, two en prise": "r1bqkb1r/pp3ppp/1nn1p3/8/Q1BP4/2N2N2/PP3PPP/R1B2RK1 w kq - 1 10",
+}
+
+
+@pytest.mark.parametrize("fen", LEFT_EN_PRISE.values(), ids=LEFT_EN_PRISE.keys())
+def test_what_a_move_leaves_en_prise_is_what_the_brute_force_says(fen: str) -> None:
+    """Every piece checked after every move, against the fact, which checks only the pieces
+    attacked before the move and those on the lines it opens."""
+    board = chess.Board(fen)
+    us, seen, moves = board.turn, set(), list(board.legal_moves)
+    facts = move_facts(board, moves)[:, MOVE_NAMES.index("threat")]
+    for move, fact in zip(moves, facts, strict=True):
+        board.push(move)
+        if _comparable(board):
+            mine = board.occupied_co[us] & ~board.kings & ~chess.BB_SQUARES[move.to_square]
+            brute = max((brute_exchange(board, s) for s in chess.SquareSet(mine)), default=0)
+            assert threat(board, us, move.to_square) == brute, move.uci()
+            assert fact == threat_bucket(brute), move.uci()
+            seen.add(brute)
+        board.pop()
+    assert len(seen) >= 2 and board.fen() == fen  # some moves leave material, some do not
+
+
+def test_hand_picked_moves_that_leave_a_piece_en_prise() -> None:
+    def left(key: str, uci: str, colour: str = "w") -> int:
+        fen = LEFT_EN_PRISE[key]
+        board = chess.Board(fen) if colour == "w" else chess.Board(fen).mirror()
+        move = chess.Move.from_uci(uci)
+        fact = move_facts(board, [move])[0, MOVE_NAMES.index("threat")]
+        board.push(move)
+        assert fact == threat_bucket(threat(board, not board.turn, move.to_square))
+        return int(fact)
+
+    assert left("defender walks away", "d4d5") == threat_bucket(3) == 3  # R×N, nothing back
+    assert left("defender walks away", "g1g2") == 0  # R×N, P×R: Black had better not
+    assert left("defender walks away", "e5c6") == 0  # the knight itself moved (exchange's job)
+    assert left("line opened", "e4d3") == threat_bucket(9) == 5  # the queen, for nothing
+    assert left("line opened", "e1e2") == 0  # the queen still guards the bishop
+    # the same through Black's eyes: the board mirrored, Black to move
+    assert left("defender walks away", "d5d4", "b") == 3
+    assert left("line opened", "e5d6", "b") == 5
+
+
+def test_threat_buckets_cover_every_gain_in_order() -> None:
+    buckets = [threat_bucket(pawns) for pawns in range(0, 13)]
+    assert buckets == sorted(buckets) and set(buckets) == set(range(6))
+    assert [threat_bucket(p) for p in (0, 1, 2, 3, 5, 6, 7, 9)] == [0, 1, 2, 3, 4, 4, 5, 5]
