@@ -193,6 +193,26 @@ def test_a_warm_start_that_adds_the_exchange_facts_keeps_the_learnt_rows(tmp_pat
         init_model_config(source, "", check_names(["pinned"]))
 
 
+def test_a_warm_start_that_adds_the_threats_keeps_v8_and_its_file_reads_them(tmp_path) -> None:
+    """The campaign's path to the `threats` group (v8 reads the adopted facts): the grown model
+    scores as its source until its threat rows learn; then its own file, fed the new channel
+    by the engine, scores as torch does."""
+    torch.manual_seed(7)
+    source_model = ActionValueModel(dataclasses.replace(PRESETS["tiny"], features=ADOPTED_FACTS))
+    randomise_fact_tables(source_model)
+    path, grown = tmp_path / "v8.onnx", tmp_path / "threats.onnx"
+    export_model(source_model.eval(), path, preset="tiny")
+    config, _ = init_model_config(load_init(path), "", ADOPTED_FACTS + GROUPS["threats"])
+    model = ActionValueModel(config).eval()
+    load_weights(model, load_init(path))
+    _, mask, expected = scores_as_file(model, path)
+    with torch.no_grad():
+        model.move_fact_embed.weight[-6:].normal_(0, 0.5)  # the threat buckets
+    export_model(model, grown, preset="tiny")
+    _, _, learnt = scores_as_file(model, grown)
+    assert not np.allclose(learnt[mask], expected[mask], atol=1e-3)
+
+
 def test_format_4_file_declares_the_fact_inputs_and_old_files_do_not(tmp_path) -> None:
     torch.manual_seed(5)
     facts, plain = tmp_path / "facts.onnx", tmp_path / "plain.onnx"
