@@ -53,6 +53,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "match": ("oneply.arena.match", "play a match between two UCI engines, with Elo"),
     "ladder": ("oneply.arena.ladder", "rate a model against Stockfish UCI_Elo levels"),
     "strength": ("oneply.arena.strength", "strength suite: puzzles, games vs anchors, one rating"),
+    "blunders": (
+        "oneply.arena.blunders",
+        "a player's costly moves in a match's games, by the reply that punishes them",
+    ),
     "bot": ("oneply.bot.main", "play on Lichess as a BOT account"),
 }
 
