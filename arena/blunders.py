@@ -87,8 +87,8 @@ class Verdict:
 def judge(engine: chess.engine.SimpleEngine, board: chess.Board, depth: int) -> Verdict:
     info = engine.analyse(board, chess.engine.Limit(depth=depth))
     score = info["score"].pov(board.turn)
-    pv = info.get("pv") or [None]
-    return Verdict(score_to_win(score), pv[0])
+    pv = info.get("pv")
+    return Verdict(score_to_win(score), pv[0] if pv else None)
 
 
 def _wins_material(board: chess.Board, move: chess.Move | None) -> bool:

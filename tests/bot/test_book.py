@@ -13,12 +13,11 @@ import pytest
 
 from oneply.arena.settings import DEBIAN_BOOKS
 from oneply.bot.config import ConfigError, parse_config
-from tests.bot.test_bot import finished, make_config, running_bot
-from tests.bot.test_bot import private_heartbeat as private_heartbeat  # noqa: F401 - fixture
-from tests.bot.test_bot import scorer as scorer  # noqa: F401 - fixture
-from tests.bot.test_bot import server as server  # noqa: F401 - fixture
+from tests.bot.harness import finished, make_config, running_bot
 from tests.helpers.lichess_server import idle_opponent, random_opponent
 from tests.helpers.syzygy import SYZYGY, needs_tables
+
+pytestmark = pytest.mark.usefixtures("private_heartbeat")
 
 BOOK = next((str(path) for path in DEBIAN_BOOKS if path.exists()), None)
 

@@ -9,11 +9,10 @@ import pytest
 
 from oneply.bot.chat import COMMANDS, ChatContext, clip, command
 from oneply.bot.config import ConfigError, parse_config
-from tests.bot.test_bot import make_config, running_bot
-from tests.bot.test_bot import private_heartbeat as private_heartbeat  # noqa: F401 - fixture
-from tests.bot.test_bot import scorer as scorer  # noqa: F401 - fixture
-from tests.bot.test_bot import server as server  # noqa: F401 - fixture
+from tests.bot.harness import make_config, running_bot
 from tests.helpers.lichess_server import FakeLichess, idle_opponent
+
+pytestmark = pytest.mark.usefixtures("private_heartbeat")
 
 
 def replies(server: FakeLichess, game_id: str, room: str) -> list[str]:

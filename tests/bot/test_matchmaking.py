@@ -10,11 +10,10 @@ import pytest
 
 from oneply.bot.config import ConfigError, parse_config
 from oneply.bot.matchmaking import speed_of
-from tests.bot.test_bot import finished, make_config, running_bot
-from tests.bot.test_bot import private_heartbeat as private_heartbeat  # noqa: F401 - fixture
-from tests.bot.test_bot import scorer as scorer  # noqa: F401 - fixture
-from tests.bot.test_bot import server as server  # noqa: F401 - fixture
+from tests.bot.harness import finished, make_config, running_bot
 from tests.helpers.lichess_server import BOT, idle_opponent
+
+pytestmark = pytest.mark.usefixtures("private_heartbeat")
 
 #: idle for 0.6 s, then at most one challenge every 0.2 s
 FAST = {
