@@ -95,17 +95,17 @@ def _wins_material(board: chess.Board, move: chess.Move | None) -> bool:
     return move is not None and board.is_capture(move) and move_exchange(board, move) >= MATERIAL
 
 
-def classify(board: chess.Board, move: chess.Move, before: Verdict, after: Verdict) -> str:
-    """The class of a costly `move` from `board` (before it), given Stockfish's verdicts on the
-    positions before and after it (the latter from the opponent's side)."""
+def classify(
+    board: chess.Board, move: chess.Move, played: chess.Board, before: Verdict, after: Verdict
+) -> str:
+    """The class of a costly `move` from `board` (before it; `played` is after it), given
+    Stockfish's verdicts on the two positions (the latter from the opponent's side)."""
     if after.win >= 1.0:  # the opponent mates by force
         return "mate"
     if move_exchange(board, move) <= -MATERIAL:
         return "moved_piece"
     if _wins_material(board, before.best) and move_exchange(board, move) < MATERIAL:
         return "missed_capture"
-    played = board.copy(stack=False)
-    played.push(move)
     reply = after.best
     if _wins_material(played, reply):
         assert reply is not None
@@ -146,7 +146,7 @@ def profile_game(
         after = judge(engine, board_after, depth)
         result.moves += 1
         if before.win - (1.0 - after.win) >= drop:
-            result.costly[classify(board, move, before, after)] += 1
+            result.costly[classify(board, move, board_after, before, after)] += 1
     return result
 
 

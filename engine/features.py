@@ -20,6 +20,7 @@ keeps working when later versions append channels.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -146,11 +147,18 @@ def fact_names(facts: Wanted) -> tuple[str, ...]:
     return check_names(facts)
 
 
+@functools.lru_cache(maxsize=32)
+def _groups_read(facts: bool | tuple[str, ...]) -> frozenset[str]:
+    names = set(fact_names(facts))
+    return frozenset(group for group, members in GROUPS.items() if names & set(members))
+
+
 def reads(facts: Wanted, group: str) -> bool:
     """Whether any channel of `group` is asked for. The static-exchange groups are the costly
     ones (~0.1–0.4 ms per position each): a model that does not read them is spared them, and
-    sees them as 0."""
-    return bool(set(fact_names(facts)) & set(GROUPS[group]))
+    sees them as 0. Asked per position, so answered from a cache for the few fact sets there
+    are."""
+    return group in _groups_read(facts if isinstance(facts, bool) else tuple(facts))
 
 
 def _count_attacks(board: chess.Board, color: chess.Color) -> np.ndarray:
