@@ -66,7 +66,7 @@ def start_commands(args: argparse.Namespace) -> dict[str, list[str]]:
         fit += ["--facts", *args.facts]
     fit += ["--init", str(init), "--steps", str(args.steps), "--batch", str(args.batch)]
     fit += ["--lr", str(args.lr), "--warmup", "100", "--threads", "1", "--eval-every", "500"]
-    fit += ["--checkpoint-every", "200", "--quiet"]
+    fit += ["--checkpoint-every", "200", "--quiet", "--compile"]  # ~15% less CPU per step
     fit += ["--rank-weight", str(RANK_WEIGHT)]
     return {"generate": generate, "fit": fit}
 

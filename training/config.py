@@ -45,6 +45,7 @@ class TrainConfig:
     log_every: int = 10
     seed: int = 0
     bf16: bool = True
+    compile: bool = False  # torch.compile the training forward pass (fit --compile)
     device: str = "auto"
     exclude_puzzles: list[str] = field(default_factory=list)
     init: str = ""  # warm start: an ONNX model file or a checkpoint (weights only)

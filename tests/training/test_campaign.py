@@ -36,6 +36,7 @@ def test_start_resumes_from_the_committed_weights_else_the_bundled_model(tmp_pat
     fit_command, generate = commands["fit"], commands["generate"]
     assert fit_command[fit_command.index("--init") + 1] == str(campaign.BUNDLED)
     assert "--follow" in fit_command and "--preset" not in fit_command  # the source's own
+    assert "--compile" in fit_command  # the background run takes torch.compile's ~15%
     assert generate[generate.index("--depth") + 1] == "3" and "--seed" in generate
     assert generate[generate.index("--workers") + 1] == "1"  # one core labels, one trains
     assert float(fit_command[fit_command.index("--rank-weight") + 1]) == campaign.RANK_WEIGHT > 0

@@ -192,6 +192,30 @@ def test_per_move_layout_trains(tmp_path: Path) -> None:
     assert summary["layout"] == "per_move" and summary["steps"] == 2
 
 
+@pytest.mark.slow
+def test_a_compiled_run_trains_the_same_weights_and_saves_plain_names(tmp_path: Path) -> None:
+    """--compile wraps only the forward pass: the steps are the eager run's (fp32, to float
+    rounding), and the checkpoint keeps the module's own names, so it resumes and exports."""
+    from torch._dynamo.utils import counters
+
+    data = make_shard(tmp_path / "data", 40)
+    runs = {}
+    for compiled in (False, True):
+        out = tmp_path / f"compile-{compiled}"
+        counters.clear()
+        summary = fit.train(config(data, out, steps=3, bf16=False, compile=compiled), quiet=True)
+        assert summary["compile"] is compiled
+        assert bool(counters["stats"]["unique_graphs"]) is compiled  # dynamo traced the model
+        runs[compiled] = torch.load(out / CHECKPOINT, weights_only=False)["model"]
+    assert runs[True].keys() == runs[False].keys()
+    assert not any(key.startswith("_orig_mod") for key in runs[True])
+    for key, eager in runs[False].items():
+        assert torch.allclose(runs[True][key], eager, atol=1e-5), key
+    from oneply.training.export import load_checkpoint_model
+
+    load_checkpoint_model(tmp_path / "compile-True" / CHECKPOINT)
+
+
 def test_resume_refuses_a_checkpoint_trained_differently(tmp_path: Path) -> None:
     data = make_shard(tmp_path / "data", 40)
     fit.train(config(data, tmp_path / "run", steps=1), quiet=True)
