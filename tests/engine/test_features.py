@@ -18,6 +18,7 @@ from oneply.engine.features import (
     MOVE_NAMES,
     SQUARE_NAMES,
     V5_FACTS,
+    V8_FACTS,
     FeatureError,
     check_names,
     encode_facts,
@@ -198,11 +199,12 @@ def test_a_warm_start_that_adds_the_threats_keeps_v8_and_its_file_reads_them(tmp
     scores as its source until its threat rows learn; then its own file, fed the new channel
     by the engine, scores as torch does."""
     torch.manual_seed(7)
-    source_model = ActionValueModel(dataclasses.replace(PRESETS["tiny"], features=ADOPTED_FACTS))
+    source_model = ActionValueModel(dataclasses.replace(PRESETS["tiny"], features=V8_FACTS))
     randomise_fact_tables(source_model)
     path, grown = tmp_path / "v8.onnx", tmp_path / "threats.onnx"
     export_model(source_model.eval(), path, preset="tiny")
-    config, _ = init_model_config(load_init(path), "", ADOPTED_FACTS + GROUPS["threats"])
+    config, _ = init_model_config(load_init(path), "", V8_FACTS + GROUPS["threats"])
+    assert config.features == ADOPTED_FACTS  # the adopted groups are v8's plus the threats
     model = ActionValueModel(config).eval()
     load_weights(model, load_init(path))
     _, mask, expected = scores_as_file(model, path)
