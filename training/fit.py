@@ -44,6 +44,7 @@ import os
 import time
 from dataclasses import asdict
 from pathlib import Path
+from typing import cast
 
 import torch
 import torch.distributed as dist
@@ -115,7 +116,7 @@ def train(config: TrainConfig, resume: bool = True, quiet: bool = False) -> dict
         ids = [device.index] if device.type == "cuda" else None
         ddp = torch.nn.parallel.DistributedDataParallel(state.model, device_ids=ids)
     if config.compile:  # the checkpoint and the EMA keep the plain module's parameter names
-        ddp = torch.compile(ddp, dynamic=True)
+        ddp = cast(torch.nn.Module, torch.compile(ddp, dynamic=True))  # an OptimizedModule
     feed = DataFeed(config, info)
     if checkpoint:
         roots = checkpoint["train_config"]["data"]
