@@ -27,6 +27,7 @@ from dataclasses import dataclass
 import chess
 import numpy as np
 
+from oneply.engine.checks import enemy_checks
 from oneply.engine.exchange import en_prise, move_exchange, opened_by, threat
 from oneply.engine.tokenizer import SQUARE_TOKEN
 
@@ -46,6 +47,11 @@ SQUARE_FACTS: tuple[Fact, ...] = (
     Fact("enemy_attackers", 4, "pieces of the opponent that attack the square, up to 3"),
     Fact("pinned", 3, "0 no pin; 1 an own piece pinned to its king; 2 an enemy piece pinned"),
     Fact("en_prise", 3, "0 no; 1 an own piece the opponent wins material by taking; 2 an enemy"),
+    Fact(
+        "enemy_check",
+        3,
+        "were it the opponent's turn: 0 no move onto the square checks, 1 one checks, 2 one mates",
+    ),
 )
 #: per candidate move (input ``move_facts`` [B, N, len(MOVE_FACTS)]); padded slots are 0
 MOVE_FACTS: tuple[Fact, ...] = (
@@ -74,6 +80,7 @@ GROUPS: dict[str, tuple[str, ...]] = {
     "move_facts": ("captured", "check", "dest_attackers", "dest_defenders"),
     "exchange": ("en_prise", "exchange"),  # static exchange (engine/exchange.py)
     "threats": ("threat",),  # what a move leaves en prise elsewhere (engine/exchange.py)
+    "checks": ("enemy_check",),  # where the opponent could check or mate (engine/checks.py)
 }
 ALL_FACTS: tuple[str, ...] = SQUARE_NAMES + MOVE_NAMES
 
@@ -158,10 +165,10 @@ def _groups_read(facts: bool | tuple[str, ...]) -> frozenset[str]:
 
 
 def reads(facts: Wanted, group: str) -> bool:
-    """Whether any channel of `group` is asked for. The static-exchange groups are the costly
-    ones (~0.1–0.4 ms per position each): a model that does not read them is spared them, and
-    sees them as 0. Asked per position, so answered from a cache for the few fact sets there
-    are."""
+    """Whether any channel of `group` is asked for. The static-exchange and check groups are
+    the costly ones (~0.1–0.4 ms per position each): a model that does not read them is spared
+    them, and sees them as 0. Asked per position, so answered from a cache for the few fact
+    sets there are."""
     return group in _groups_read(facts if isinstance(facts, bool) else tuple(facts))
 
 
@@ -177,7 +184,7 @@ def _count_attacks(board: chess.Board, color: chess.Color) -> np.ndarray:
 
 def square_facts(board: chess.Board, facts: Wanted = True) -> np.ndarray:
     """uint8 [64, len(SQUARE_FACTS)] for the real squares, from the side to move (without
-    the exchange group among `facts`, ``en_prise`` stays 0)."""
+    the exchange group among `facts`, ``en_prise`` stays 0; without checks, ``enemy_check``)."""
     exchange = reads(facts, "exchange")
     us, them = board.turn, not board.turn
     out = np.zeros((64, len(SQUARE_FACTS)), dtype=np.uint8)
@@ -190,6 +197,8 @@ def square_facts(board: chess.Board, facts: Wanted = True) -> np.ndarray:
             attacked = out[square, 1 if color == us else 0]
             if exchange and attacked and en_prise(board, square):
                 out[square, 3] = flag  # attacked at all (counted above) before the swap
+    if reads(facts, "checks"):
+        out[:, 4] = enemy_checks(board)
     return out
 
 

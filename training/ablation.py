@@ -119,6 +119,11 @@ VARIANTS: tuple[Variant, ...] = (
         _facts(*V5_GROUPS, "exchange", "threats"),
     ),
     Variant(
+        "threats-checks",
+        "exchange-threats + where the opponent could check or mate next",
+        _facts(*V5_GROUPS, "exchange", "threats", "checks"),
+    ),
+    Variant(
         "gap",
         "facts + weight 1 + 4 x (best - second) per position",
         _facts(*V5_GROUPS),

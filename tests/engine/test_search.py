@@ -178,7 +178,9 @@ def test_stop_ends_an_infinite_search_at_once_with_its_best_move(tiny_onnx) -> N
     lines = engine.read_until("bestmove")
     waited = time.monotonic() - sent
     engine.close()
-    assert waited < 0.05, f"stop answered after {waited * 1000:.0f} ms"
+    # at once: within the batch of leaves in flight (~10 ms on a quiet core); the slack is for
+    # a loaded machine (54 ms once beside two trainers), while an ignored stop never answers
+    assert waited < 0.25, f"stop answered after {waited * 1000:.0f} ms"
     searched = [line for line in lines if " nodes " in line]
     assert searched and int(searched[-1].split(" nodes ")[1].split()[0]) > 1
     assert chess.Move.from_uci(lines[-1].split()[1]) in chess.Board().legal_moves

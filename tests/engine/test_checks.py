@@ -1,0 +1,174 @@
+"""Where the opponent could check or mate (engine/checks.py, fact ``enemy_check``): held to a
+brute force over every reply on hand-picked and random positions, through the colour flip, and
+on its way into a model — the warm start that adds it and the file that reads it."""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+
+import chess
+import numpy as np
+import pytest
+
+from oneply.engine.checks import CHECK, MATE, NO_CHECK, enemy_checks
+from oneply.engine.features import (
+    ADOPTED_FACTS,
+    GROUPS,
+    SQUARE_NAMES,
+    check_names,
+    encode_facts,
+    square_facts,
+)
+from oneply.engine.mirror import mirror_square
+
+CHANNEL = SQUARE_NAMES.index("enemy_check")
+#: black to move after 1.e4 e5 2.Bc4 Nc6 3.Qh5: Qxf7 mates, Qxe5 and Bxf7 check
+SCHOLAR = "r1bqkbnr/pppp1ppp/2n5/4p2Q/2B1P3/8/PPPP1PPP/RNB1K1NR b KQkq - 3 3"
+HAND_PICKED = {
+    "scholar's mate threat": SCHOLAR,
+    "back rank": "6k1/5ppp/8/8/8/8/8/R5K1 b - - 0 1",
+    "discovered check": "4k3/8/8/8/4N3/8/8/4R2K b - - 0 1",
+    "pinned knight": "4r3/8/8/3k4/8/8/4N3/4K3 b - - 0 1",
+    "free knight": "8/8/8/3k4/8/8/4N3/4K3 b - - 0 1",
+    "promotion mates": "7k/P5pp/8/8/8/8/8/K7 b - - 0 1",
+    "in check": "rnb1kbnr/pppp1ppp/8/4p3/5PPq/8/PPPPP2P/RNBQKBNR w KQkq - 1 3",
+    "castling checks": "5k2/8/8/8/8/8/8/4K2R b K - 0 1",
+}
+
+
+def brute_checks(board: chess.Board) -> np.ndarray:
+    """Every legal reply of the opponent after a passed turn, each one played out."""
+    out = np.zeros(64, dtype=np.uint8)
+    if board.is_check():
+        return out
+    board.push(chess.Move.null())
+    try:
+        for reply in list(board.legal_moves):
+            board.push(reply)
+            value = MATE if board.is_checkmate() else CHECK if board.is_check() else NO_CHECK
+            board.pop()
+            out[reply.to_square] = max(out[reply.to_square], value)
+    finally:
+        board.pop()
+    return out
+
+
+def random_positions(count: int, seed: int) -> list[chess.Board]:
+    """Positions of random games (promotions, castling and mating nets included)."""
+    rng, boards = random.Random(seed), []
+    while len(boards) < count:
+        board = chess.Board()
+        for _ in range(rng.randrange(6, 160)):
+            legal = list(board.legal_moves)
+            if not legal:
+                break
+            board.push(rng.choice(legal))
+        if not board.is_game_over():
+            boards.append(chess.Board(board.fen()))
+    return boards
+
+
+def squares_of(values: np.ndarray) -> dict[str, int]:
+    return {chess.square_name(s): int(values[s]) for s in np.flatnonzero(values)}
+
+
+@pytest.mark.parametrize("name", HAND_PICKED)
+def test_hand_picked_positions_match_the_brute_force(name: str) -> None:
+    board = chess.Board(HAND_PICKED[name])
+    assert np.array_equal(enemy_checks(board), brute_checks(board)), name
+
+
+def test_random_positions_match_the_brute_force() -> None:
+    boards = random_positions(300, seed=18)
+    found = np.zeros(3, dtype=int)
+    for board in boards:
+        before = board.fen()
+        values = enemy_checks(board)
+        assert np.array_equal(values, brute_checks(board)), before
+        assert board.fen() == before and not board.move_stack
+        found += np.bincount(values, minlength=3)
+    assert found[CHECK] > 50 and found[MATE] > 0  # the sample exercises both values
+
+
+def test_what_a_player_sees() -> None:
+    scholar = enemy_checks(chess.Board(SCHOLAR))
+    assert scholar[chess.F7] == MATE and scholar[chess.E5] == CHECK
+    assert squares_of(enemy_checks(chess.Board(HAND_PICKED["back rank"]))) == {"a8": MATE}
+    assert squares_of(enemy_checks(chess.Board(HAND_PICKED["promotion mates"]))) == {"a8": MATE}
+    knight_moves = chess.SquareSet(chess.BB_KNIGHT_ATTACKS[chess.E4])
+    assert squares_of(enemy_checks(chess.Board(HAND_PICKED["discovered check"]))) == {
+        chess.square_name(s): CHECK for s in knight_moves
+    }
+    assert squares_of(enemy_checks(chess.Board(HAND_PICKED["free knight"]))) == {
+        "c3": CHECK,
+        "f4": CHECK,
+    }
+    assert not enemy_checks(chess.Board(HAND_PICKED["pinned knight"])).any()  # pinned to e1
+    assert not enemy_checks(chess.Board(HAND_PICKED["in check"])).any()
+    assert squares_of(enemy_checks(chess.Board(HAND_PICKED["castling checks"]))) == {
+        "f1": CHECK,  # Rf1+
+        "g1": CHECK,  # O-O puts the rook on f1 as well
+        "h8": CHECK,
+    }
+
+
+@pytest.mark.parametrize("name", HAND_PICKED)
+def test_the_fact_turns_over_with_the_board(name: str) -> None:
+    board = chess.Board(HAND_PICKED[name])
+    twin = board.mirror()
+    ours, theirs = square_facts(board)[:, CHANNEL], square_facts(twin)[:, CHANNEL]
+    assert all(ours[s] == theirs[mirror_square(s)] for s in chess.SQUARES)
+
+
+def test_a_model_without_the_checks_is_spared_them() -> None:
+    board = chess.Board(SCHOLAR)
+    moves = [list(board.legal_moves)]
+    full, _ = encode_facts([board], moves, len(moves[0]))
+    adopted, _ = encode_facts([board], moves, len(moves[0]), ADOPTED_FACTS)
+    assert full[0, chess.F7, CHANNEL] == MATE and not adopted[..., CHANNEL].any()
+    others = [i for i, name in enumerate(SQUARE_NAMES) if name != "enemy_check"]
+    assert np.array_equal(full[..., others], adopted[..., others])
+
+
+torch = pytest.importorskip("torch")
+
+from oneply.engine.inference import Scorer  # noqa: E402
+from oneply.training.export import export_model  # noqa: E402
+from oneply.training.model import PRESETS, ActionValueModel  # noqa: E402
+from oneply.training.warm_start import init_model_config, load_init, load_weights  # noqa: E402
+from tests.helpers.model_helpers import (  # noqa: E402
+    file_log_probs,
+    randomise_fact_tables,
+    torch_log_probs,
+)
+
+
+def test_a_warm_start_that_adds_the_checks_keeps_v9_and_its_file_reads_them(tmp_path) -> None:
+    """`campaign start --facts ... checks` from v9: the grown model scores as its source until
+    its check rows learn; then its own file, fed the new channel by the engine, scores as
+    torch does, and differently from the source."""
+    torch.manual_seed(9)
+    source_model = ActionValueModel(dataclasses.replace(PRESETS["tiny"], features=ADOPTED_FACTS))
+    randomise_fact_tables(source_model)
+    path, grown = tmp_path / "v9.onnx", tmp_path / "checks.onnx"
+    export_model(source_model.eval(), path, preset="tiny")
+    wider = check_names(ADOPTED_FACTS + GROUPS["checks"])
+    config, _ = init_model_config(load_init(path), "", wider)
+    assert config.features == wider
+    model = ActionValueModel(config).eval()
+    load_weights(model, load_init(path))
+    boards = [chess.Board(fen) for fen in HAND_PICKED.values()]
+    actual, ids = torch_log_probs(model, boards)
+    mask = ids >= 0
+    source = file_log_probs(Scorer(path, threads=1), boards)
+    np.testing.assert_allclose(actual[mask], source[mask], atol=1e-5, rtol=1e-5)
+    offset = model.square_offsets[SQUARE_NAMES.index("enemy_check")]
+    assert not model.square_fact_embed.weight[offset:].any()  # the new rows start at zero
+    with torch.no_grad():
+        model.square_fact_embed.weight[offset:].normal_(0, 0.5)
+    export_model(model, grown, preset="tiny")
+    learnt, _ = torch_log_probs(model, boards)
+    read = file_log_probs(Scorer(grown, threads=1), boards)
+    np.testing.assert_allclose(read[mask], learnt[mask], atol=1e-5, rtol=1e-5)
+    assert not np.allclose(read[mask], source[mask], atol=1e-3)
