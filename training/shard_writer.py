@@ -127,9 +127,10 @@ class Writer:
         name = f"{self.prefix}{k}of{n}-{self.first_game:09d}"
         meta = {**self.meta, "shard": f"{k}/{n}", "games": [self.first_game, end_game]}
         now, cpu = time.perf_counter(), tree_cpu_seconds()
-        if cpu is not None and self.cpu is not None:
+        if cpu is not None and self.cpu is not None and cpu >= self.cpu:
             meta["worker_seconds"], meta["worker_clock"] = round(cpu - self.cpu, 2), "cpu"
-        else:
+        else:  # no /proc, or the tree lost processes it never reaped: an interrupted run's
+            # last shard, written after its workers and their Stockfish died, once read −1,598 s
             meta["worker_seconds"] = round((now - self.clock) * self.workers, 2)
             meta["worker_clock"] = "wall"
         self.clock, self.cpu = now, cpu
