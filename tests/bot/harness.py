@@ -81,8 +81,9 @@ def wait_pgn(config, game_id: str, timeout: float = 10.0) -> chess.pgn.Game:
 
 def ended_as_scripted(game: FakeGame, resign_at_ply: int) -> bool:
     """The scripted opponent resigned at its ply, unless the bot mated it first: the model is
-    strong enough to mate a random mover, so an early mate is a bot win, not a lost game."""
+    strong enough to mate a random mover, so an early mate (up to the very ply the opponent
+    would have resigned at) is a bot win, not a lost game."""
     bot_won = game.winner == ("white" if game.bot_color == chess.WHITE else "black")
     resigned = game.status == "resign" and len(game.moves) == resign_at_ply
-    mated = game.status == "mate" and len(game.moves) < resign_at_ply
+    mated = game.status == "mate" and len(game.moves) <= resign_at_ply  # its last ply may mate
     return bot_won and (resigned or mated)
