@@ -127,11 +127,7 @@ def session_row(args: argparse.Namespace) -> dict[str, Any]:
         "init": shipped_path(summary.get("init")),
         "steps": checkpoint["step"],
         "positions_seen": checkpoint["step"] * summary.get("batch", 0),
-        "train_seconds": (
-            args.train_seconds
-            if args.train_seconds is not None
-            else summary.get("train_seconds", 0.0)
-        ),
+        "train_seconds": train_seconds(args, summary),
         "label_positions": labels["positions"],
         "label_depth": sorted(d for d in labels["depths"] if d is not None),
         "label_seconds": round(label_seconds, 1),
@@ -139,6 +135,17 @@ def session_row(args: argparse.Namespace) -> dict[str, Any]:
         "val_accuracy": metrics.get("val_accuracy"),
         "puzzle_check": metrics.get("puzzle_accuracy"),
     }
+
+
+def train_seconds(args: argparse.Namespace, summary: dict[str, Any]) -> float:
+    """What the session's training cost: --train-seconds if given, else the trainer's
+    process-tree CPU (fit records it since 2026-11-26), else its wall-clock step time (which
+    overstates the cost on a shared machine)."""
+    if args.train_seconds is not None:
+        return float(args.train_seconds)
+    if summary.get("train_cpu_seconds") is not None:
+        return float(summary["train_cpu_seconds"])
+    return float(summary.get("train_seconds", 0.0))
 
 
 def shipped_path(value: Any) -> Any:
@@ -307,8 +314,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--train-seconds",
         type=float,
-        help="training CPU-seconds instead of the run's wall-clock step time (on a shared "
-        "machine, the trainer process's CPU time)",
+        help="training CPU-seconds instead of what the trainer recorded (its process-tree "
+        "CPU; a run resumed from an older checkpoint has only its wall-clock step time)",
     )
 
 

@@ -62,7 +62,8 @@ class State:
     ema: EMA
     optimizer: torch.optim.Optimizer
     step: int = 0
-    seconds: float = 0.0
+    seconds: float = 0.0  # wall-clock time of the training steps, all sittings
+    cpu_seconds: float | None = None  # process-tree CPU of all sittings (None: not measured)
     seen: int = 0  # action values trained on, all ranks
     val: dict = field(default_factory=dict)  # the latest validation metrics
 
@@ -94,6 +95,7 @@ def build_state(
         state.optimizer.load_state_dict(saved)
         state.step = checkpoint["step"]
         state.seconds = checkpoint["summary"].get("train_seconds", 0.0)
+        state.cpu_seconds = checkpoint["summary"].get("train_cpu_seconds")
         state.seen = checkpoint["summary"].get("action_values_seen", 0)
         state.val = checkpoint.get("metrics", {})
         set_rng_state(checkpoint["rng"])
@@ -105,6 +107,8 @@ def save_checkpoint(path: Path, config: TrainConfig, state: State, feed, summary
     position = feed.position(state.step)
     summary.update(steps=state.step, epoch=position["epoch"], train_seconds=round(state.seconds, 1))
     summary.update(action_values_seen=state.seen, ema_decay=config.ema_decay)
+    if state.cpu_seconds is not None:
+        summary.update(train_cpu_seconds=round(state.cpu_seconds, 1))
     checkpoint = {
         "config": state.model.config.to_dict(),
         "preset": config.preset,

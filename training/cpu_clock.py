@@ -52,3 +52,23 @@ def tree_cpu_seconds(root: int | None = None) -> float | None:
         ticks += sum(int(fields[i]) for i in (11, 12, 13, 14))  # utime stime cutime cstime
         pending.extend(children.get(pid, []))
     return ticks / os.sysconf("SC_CLK_TCK")
+
+
+class CpuMeter:
+    """The CPU seconds of a job that spans sittings: this process tree's since the meter was
+    made, on top of what earlier sittings `carried` (read back from a checkpoint).
+
+    Why: a trainer shares two cores with the labeller and often a second trainer, so its
+    wall-clock step time overstates its cost (by 1.5x beside two other processes); the
+    campaign's ledger charges CPU."""
+
+    def __init__(self, carried: float = 0.0) -> None:
+        self.carried = carried
+        self.start = tree_cpu_seconds()
+
+    def total(self) -> float | None:
+        """Carried plus this sitting's CPU so far; None where there is no /proc."""
+        now = tree_cpu_seconds()
+        if now is None or self.start is None:
+            return None
+        return self.carried + now - self.start

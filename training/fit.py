@@ -57,6 +57,7 @@ from oneply.engine.features import ADOPTED_GROUPS, GROUPS
 from oneply.training.batches import Batch, collate
 from oneply.training.checkpoints import State, build_state, save_checkpoint, trim_metrics
 from oneply.training.config import CHECKPOINT, METRICS, PLOT, TrainConfig
+from oneply.training.cpu_clock import CpuMeter
 from oneply.training.data_feed import DataFeed
 from oneply.training.device import autocast, bf16_supported, init_distributed
 from oneply.training.model import LAYOUTS, PRESETS
@@ -151,6 +152,8 @@ def train(config: TrainConfig, resume: bool = True, quiet: bool = False) -> dict
     bar = tqdm(total=config.steps, initial=state.step, unit="step", disable=quiet or not info.main)
     window = {"loss": 0.0, "hits": 0.0, "values": 0, "positions": 0, "labels": 0}
     clock = time.perf_counter()
+    # a run resumed from a checkpoint that predates the meter has no CPU total to carry on
+    cpu = CpuMeter(state.cpu_seconds or 0.0) if state.step == 0 or state.cpu_seconds else None
     state.model.train()
     while state.step < config.steps:
         batch = collate(feed.batch(state.step), facts=model_config.features)
@@ -190,6 +193,7 @@ def train(config: TrainConfig, resume: bool = True, quiet: bool = False) -> dict
                 append_metrics(out / METRICS, feed.describe(step))
                 bar.write(f"step {step}: {feed.describe(step)['shards']} shards, new data")
         if (step % config.checkpoint_every == 0 or done) and info.main:
+            state.cpu_seconds = cpu.total() if cpu else None
             save_checkpoint(out / CHECKPOINT, config, state, feed, summary)
         if info.world > 1 and (
             step % config.eval_every == 0 or step % config.checkpoint_every == 0

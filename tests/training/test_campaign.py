@@ -113,6 +113,18 @@ def test_save_exports_the_run_and_writes_the_ledger_and_curve(tmp_path: Path) ->
     assert rows[0]["label_seconds"] == 90 and rows[0]["label_positions"] == 40
     assert rows[0]["val_loss"] is not None
     assert (ledger / campaign.PLOT).stat().st_size > 10_000
+    # the row charges the trainer's own CPU, which a resumed sitting adds to
+    first = torch.load(out / "checkpoint.pt", weights_only=False)["summary"]["train_cpu_seconds"]
+    assert first > 0 and rows[0]["train_seconds"] == first
+    fit.train(config(data, out, steps=8, eval_every=2, preset="tiny"), quiet=True)
+    resumed = torch.load(out / "checkpoint.pt", weights_only=False)["summary"]
+    assert resumed["steps"] == 8 and resumed["train_cpu_seconds"] > first
+    assert campaign.run(_args(*argv, "--session", "s1", "--label-seconds", "90")) == 0
+    rows = json.loads((ledger / campaign.LEDGER).read_text())
+    assert len(rows) == 1 and rows[0]["train_seconds"] == resumed["train_cpu_seconds"]
+    overridden = ("--session", "s1", "--label-seconds", "90", "--train-seconds", "77")
+    assert campaign.run(_args(*argv, *overridden)) == 0
+    assert json.loads((ledger / campaign.LEDGER).read_text())[0]["train_seconds"] == 77
     assert campaign.run(_args(*argv, "--session", "s2", "--label-seconds", "10")) == 0
     new_lineage = ("--session", "s3", "--label-seconds", "10", "--lineage", "x")
     assert campaign.run(_args(*argv, *new_lineage)) == 0
