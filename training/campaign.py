@@ -13,6 +13,8 @@ campaign model is stronger (README "Training that accumulates").
 
     oneply train campaign start            # two background processes, logs in runs/campaign/
     oneply train campaign save             # models/campaign/: latest.onnx, ledger.json, PNG
+
+A change is measured as a paired fork (`start --fork "FIT ARGS"`, training/campaign_fork.py).
 """
 
 from __future__ import annotations
@@ -28,6 +30,15 @@ from typing import Any
 from oneply.engine.errors import CommandError
 from oneply.engine.features import GROUPS
 from oneply.engine.model_file import REPO_ROOT
+from oneply.training.campaign_fork import (
+    FORK_MODEL,
+    fork_arguments,
+    fork_command,
+    fork_dir,
+    paired_table,
+    read_fork_record,
+    write_fork_record,
+)
 
 LEDGER_DIR = REPO_ROOT / "models" / "campaign"
 LATEST = "latest.onnx"
@@ -68,7 +79,10 @@ def start_commands(args: argparse.Namespace) -> dict[str, list[str]]:
     fit += ["--lr", str(args.lr), "--warmup", "100", "--threads", "1", "--eval-every", "500"]
     fit += ["--checkpoint-every", "200", "--quiet", "--compile"]  # ~15% less CPU per step
     fit += ["--rank-weight", str(RANK_WEIGHT)]
-    return {"generate": generate, "fit": fit}
+    commands = {"generate": generate, "fit": fit}
+    if args.fork is not None:  # the same trainer, one change apart, on the same fresh data
+        commands["fork"] = fork_command(fit, args.out, fork_arguments(args.fork))
+    return commands
 
 
 def start(args: argparse.Namespace) -> int:
@@ -76,6 +90,8 @@ def start(args: argparse.Namespace) -> int:
     if (out / "checkpoint.pt").exists():
         print(f"{out}/checkpoint.pt exists: the fit resumes it (its weights win over --init)")
     commands = start_commands(args)
+    if args.fork is not None:
+        write_fork_record(args.out, fork_arguments(args.fork))
     pids = {}
     for name, command in commands.items():
         if name == "generate" and args.no_generate:
@@ -104,11 +120,11 @@ def label_totals(data: Path) -> dict[str, Any]:
     return {"positions": positions, "seconds": seconds, "timed_positions": timed, "depths": depths}
 
 
-def session_row(args: argparse.Namespace) -> dict[str, Any]:
+def session_row(args: argparse.Namespace, run: Path) -> dict[str, Any]:
     """This session's ledger row, read from its run and data directories."""
     import torch
 
-    checkpoint_path = Path(args.out) / "checkpoint.pt"
+    checkpoint_path = run / "checkpoint.pt"
     if not checkpoint_path.is_file():
         raise CommandError(f"no {checkpoint_path}: start the campaign first (campaign start)")
     checkpoint = torch.load(checkpoint_path, map_location="cpu", weights_only=False)
@@ -234,19 +250,44 @@ def format_point(point: dict[str, Any]) -> str:
     )
 
 
-def save(args: argparse.Namespace) -> int:
+def export_run(run: Path, path: Path) -> None:
+    """A run's EMA weights as a oneply ONNX file, its training summary in the metadata."""
     from oneply.training.export import export_model, load_checkpoint_model
 
-    ledger_dir = Path(args.ledger)
-    ledger_dir.mkdir(parents=True, exist_ok=True)
-    row = session_row(args)
-    model, checkpoint = load_checkpoint_model(Path(args.out) / "checkpoint.pt")
+    model, checkpoint = load_checkpoint_model(run / "checkpoint.pt")
     export_model(
         model,
-        ledger_dir / LATEST,
+        path,
         preset=checkpoint.get("preset", "small"),
         training={k: shipped_path(v) for k, v in checkpoint.get("summary", {}).items()},
     )
+
+
+def save_fork(args: argparse.Namespace) -> None:
+    """Where the campaign has a fork: the paired validation table, and the fork exported."""
+    extra = read_fork_record(args.out)
+    fork = fork_dir(args.out)
+    if extra is None or not (fork / "checkpoint.pt").is_file():
+        if args.adopt_fork:
+            raise CommandError(f"--adopt-fork: no fork run in {fork} (start --fork ...)")
+        return
+    print(f"fork ({' '.join(extra)}) beside the campaign, validation loss:")
+    for line in paired_table(Path(args.out), fork):
+        print("  " + line)
+    export_run(fork, fork / FORK_MODEL)
+    print(f"wrote {fork / FORK_MODEL}: judge both on the same held-out positions (oneply eval)")
+
+
+def save(args: argparse.Namespace) -> int:
+    ledger_dir = Path(args.ledger)
+    ledger_dir.mkdir(parents=True, exist_ok=True)
+    save_fork(args)
+    # the fork won its pairing: its weights and row become the campaign's
+    run = fork_dir(args.out) if args.adopt_fork else Path(args.out)
+    row = session_row(args, run)
+    if args.adopt_fork:
+        row["fork"] = read_fork_record(args.out)
+    export_run(run, ledger_dir / LATEST)
     path = ledger_dir / LEDGER
     ledger = json.loads(path.read_text()) if path.exists() else []
     earlier = [r for r in ledger if r.get("session") != row["session"]]
@@ -277,6 +318,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--batch", type=int, default=128)
     parser.add_argument("--lr", type=float, default=8e-4)
     parser.add_argument("--no-generate", action="store_true", help="start only the trainer")
+    parser.add_argument(
+        "--fork",
+        metavar='"FIT ARGS"',
+        help="start: a second trainer on the same data whose fit command adds these arguments "
+        '(e.g. "--facts attacks pins move_facts exchange threats checks"), in <out>-fork',
+    )
+    parser.add_argument(
+        "--adopt-fork",
+        action="store_true",
+        help="save: the fork's weights and row become the campaign's (it won the pairing)",
+    )
     parser.add_argument(
         "--init",
         help="warm-start from this model instead of the ledger's latest (a new lineage: name "

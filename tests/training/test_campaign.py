@@ -14,7 +14,7 @@ from oneply.engine.inference import Scorer
 
 torch = pytest.importorskip("torch")
 
-from oneply.engine.features import ADOPTED_FACTS  # noqa: E402
+from oneply.engine.features import ADOPTED_FACTS, GROUPS, check_names  # noqa: E402
 from oneply.training import campaign, fit  # noqa: E402
 from tests.helpers.training import (  # noqa: E402
     config,
@@ -136,3 +136,61 @@ def test_save_exports_the_run_and_writes_the_ledger_and_curve(tmp_path: Path) ->
         ("s3", "x"),
         ("s4", "x"),  # a row extends the last row's lineage
     ]
+
+
+def test_a_fork_runs_the_campaign_trainer_with_its_change_in_a_directory_of_its_own(
+    tmp_path: Path,
+) -> None:
+    out = tmp_path / "runs" / "campaign"
+    facts = "--facts attacks pins move_facts exchange threats checks"
+    args = _args("start", "--out", str(out), "--fork", facts)
+    commands = campaign.start_commands(args)
+    control, fork = commands["fit"], commands["fork"]
+    assert fork[fork.index("--out") + 1] == str(tmp_path / "runs" / "campaign-fork")
+    assert fork[: fork.index("--out")] == control[: control.index("--out")]  # same data
+    assert fork[len(control) :] == facts.split()  # appended: a later flag wins in argparse
+    assert [a for i, a in enumerate(fork[: len(control)]) if a != control[i]] == [
+        str(tmp_path / "runs" / "campaign-fork")
+    ]
+    assert "fork" not in campaign.start_commands(_args("start", "--out", str(out)))
+    for bad, why in (
+        ("--gap-weigth 4", "no argument --gap-weigth"),
+        ("--gap-weight lots", "lots"),
+        ("--facts attacks wings", "wings"),
+        ("--out elsewhere", "campaign's own"),
+        ("", "needs train fit arguments"),
+    ):
+        with pytest.raises(CommandError, match=why):
+            campaign.start_commands(_args("start", "--out", str(out), "--fork", bad))
+
+
+def test_save_pairs_the_fork_with_the_campaign_and_can_adopt_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = make_shard(tmp_path / "data", 40)
+    out = tmp_path / "run"
+    fork = campaign.fork_dir(out)
+    wider = ["attacks", "pins", "move_facts", "exchange", "threats", "checks"]
+    fit.train(config(data, out, steps=4, eval_every=2), quiet=True)
+    fit.train(config(data, fork, steps=4, eval_every=2, facts=wider), quiet=True)
+    campaign.write_fork_record(str(out), ["--facts", *wider])
+    ledger = tmp_path / "ledger"
+    argv = ["save", "--data", str(data), "--out", str(out), "--ledger", str(ledger)]
+    assert campaign.run(_args(*argv, "--label-seconds", "5")) == 0
+    printed = capsys.readouterr().out
+    assert "fork (--facts attacks" in printed
+    rows = [line.split() for line in printed.splitlines() if line.strip()[:1].isdigit()]
+    paired = {int(r[0]): r for r in rows if len(r) == 4}
+    assert sorted(paired) == [2, 4]  # the steps both evaluated, each with its difference
+    assert all(abs(float(r[2]) - float(r[1]) - float(r[3])) < 2e-4 for r in paired.values())
+    assert Scorer(fork / campaign.FORK_MODEL, threads=1).info.features == check_names(
+        ADOPTED_FACTS + GROUPS["checks"]
+    )
+    assert Scorer(ledger / campaign.LATEST, threads=1).info.features == ADOPTED_FACTS
+    assert "fork" not in json.loads((ledger / campaign.LEDGER).read_text())[-1]
+    assert campaign.run(_args(*argv, "--label-seconds", "5", "--adopt-fork")) == 0
+    row = json.loads((ledger / campaign.LEDGER).read_text())[-1]
+    assert row["fork"] == ["--facts", *wider] and row["steps"] == 4
+    assert "enemy_check" in Scorer(ledger / campaign.LATEST, threads=1).info.features
+    with pytest.raises(CommandError, match="no fork run"):
+        campaign.run(_args(*argv[:-1], str(tmp_path / "l2"), "--adopt-fork", "--out", str(fork)))
