@@ -79,6 +79,8 @@ def start_commands(args: argparse.Namespace) -> dict[str, list[str]]:
     fit += ["--lr", str(args.lr), "--warmup", "100", "--threads", "1", "--eval-every", "500"]
     fit += ["--checkpoint-every", "200", "--quiet", "--compile"]  # ~15% less CPU per step
     fit += ["--rank-weight", str(RANK_WEIGHT)]
+    if args.hours:  # anneal when the session ends, whatever this machine's pace
+        fit += ["--hours", str(args.hours)]
     commands = {"generate": generate, "fit": fit}
     if args.fork is not None:  # the same trainer, one change apart, on the same fresh data
         commands["fork"] = fork_command(fit, args.out, fork_arguments(args.fork))
@@ -314,7 +316,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--count", type=int, default=3_000_000, help="positions to label")
     parser.add_argument("--depth", type=int, default=2, help="Stockfish depth of the labels")
     parser.add_argument("--seed", type=int, help="generate seed (default: today's date)")
-    parser.add_argument("--steps", type=int, default=30_000)
+    parser.add_argument("--steps", type=int, default=30_000, help="with --hours: the most")
+    parser.add_argument(
+        "--hours",
+        type=float,
+        help="train for this many hours of the session, the schedule annealing then (fit "
+        "--hours); save after that",
+    )
     parser.add_argument("--batch", type=int, default=128)
     parser.add_argument("--lr", type=float, default=8e-4)
     parser.add_argument("--no-generate", action="store_true", help="start only the trainer")

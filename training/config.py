@@ -22,7 +22,8 @@ class TrainConfig:
     preset: str = ""  # "": the --init source's, else the resumed checkpoint's, else DEFAULT_PRESET
     facts: list[str] = field(default_factory=list)  # fact groups read ([]: the preset's)
     layout: str = "shared"
-    steps: int = 1000
+    steps: int = 1000  # with hours: the most steps (training/deadline.py re-plans the end)
+    hours: float = 0.0  # end this sitting after this many hours, annealed then (0: run to steps)
     batch: int = 256  # positions per step (per rank)
     micro_batch: int = 0  # positions per forward/backward (0 = whole batch)
     lr: float = 4e-4

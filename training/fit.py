@@ -59,6 +59,7 @@ from oneply.training.checkpoints import State, build_state, save_checkpoint, tri
 from oneply.training.config import CHECKPOINT, METRICS, PLOT, TrainConfig
 from oneply.training.cpu_clock import CpuMeter
 from oneply.training.data_feed import DataFeed
+from oneply.training.deadline import Deadline
 from oneply.training.device import autocast, bf16_supported, init_distributed
 from oneply.training.model import LAYOUTS, PRESETS
 from oneply.training.optim import learning_rate
@@ -100,6 +101,8 @@ def train_step(ddp, state: State, batch: Batch, config: TrainConfig, device, bf1
 def train(config: TrainConfig, resume: bool = True, quiet: bool = False) -> dict:
     """Train (or resume) a model; returns the final checkpoint's summary."""
     info, device = init_distributed(config.device)
+    if config.hours > 0 and info.world > 1:  # each rank would re-plan its own last step
+        raise CommandError("--hours trains in one process; give --steps to a distributed run")
     out = Path(config.out)
     bf16 = config.bf16 and bf16_supported(device)
     checkpoint = None
@@ -149,6 +152,7 @@ def train(config: TrainConfig, resume: bool = True, quiet: bool = False) -> dict
         if new_segment:
             append_metrics(out / METRICS, feed.describe(state.step))
 
+    deadline = Deadline(config.hours, config.steps, state.step) if config.hours > 0 else None
     bar = tqdm(total=config.steps, initial=state.step, unit="step", disable=quiet or not info.main)
     window = {"loss": 0.0, "hits": 0.0, "values": 0, "positions": 0, "labels": 0}
     clock = time.perf_counter()
@@ -165,7 +169,9 @@ def train(config: TrainConfig, resume: bool = True, quiet: bool = False) -> dict
         window["positions"] += len(batch.states)
         window["labels"] += label_count(batch, config.predictor)
         bar.update(1)
-        step, done = state.step, state.step == config.steps
+        if deadline is not None:  # the schedule's end, re-planned from this sitting's pace
+            config.steps = bar.total = deadline.steps(state.step)
+        step, done = state.step, state.step >= config.steps
 
         if step % config.log_every == 0 or done:
             seconds = time.perf_counter() - clock
@@ -284,7 +290,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--rescan-every", type=int, default=d.rescan_every, help="steps between looks (--follow)"
     )
     parser.add_argument("--layout", choices=LAYOUTS, default=d.layout)
-    parser.add_argument("--steps", type=int, default=d.steps)
+    parser.add_argument(
+        "--steps", type=int, default=d.steps, help="steps to train (with --hours: the most)"
+    )
+    parser.add_argument(
+        "--hours",
+        type=float,
+        default=d.hours,
+        help="end this sitting after this many wall-clock hours, the cosine schedule re-planned "
+        "from the run's own pace to anneal then (for a session of known length)",
+    )
     parser.add_argument("--batch", type=int, default=d.batch, help="positions per step per rank")
     parser.add_argument(
         "--micro-batch",
