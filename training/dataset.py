@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import zipfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -266,11 +267,13 @@ def find_shards(root: Path | str) -> list[Path]:
     if (root / "meta.json").exists():
         return [root]
     found = []
-    for meta in sorted(root.rglob("meta.json")):
-        relative = meta.parent.relative_to(root)
-        if not any(part.startswith(".") for part in relative.parts):
-            found.append(meta.parent)
-    return found
+    # os.walk, not rglob: it never enters a hidden directory, and one that vanishes while it
+    # looks (generate renames each finished shard into place) is skipped, not an error
+    for directory, subdirectories, files in os.walk(root):
+        subdirectories[:] = [name for name in subdirectories if not name.startswith(".")]
+        if "meta.json" in files:
+            found.append(Path(directory))
+    return sorted(found, key=lambda shard: shard / "meta.json")  # the order rglob gave
 
 
 class AnnotatedDataset:

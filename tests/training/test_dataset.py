@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import threading
+import time
 from pathlib import Path
 
 import chess
@@ -213,3 +215,33 @@ def test_puzzle_keys_cover_the_line_and_bad_rows_name_the_file(tmp_path: Path) -
     csv.write_text("PuzzleId,FEN,Moves\nx,not a fen,e2e4\n")
     with pytest.raises(DatasetError, match="p.csv:2"):
         puzzle_keys([csv])
+
+
+def test_finding_shards_while_a_writer_publishes_them_never_fails(tmp_path: Path) -> None:
+    """generate writes each shard in a hidden directory and renames it into place; a trainer
+    that follows the directory must neither see the hidden one nor trip on it vanishing
+    (a campaign trainer died of that, FileNotFoundError from a recursive glob)."""
+    done = threading.Event()
+
+    def publish() -> None:
+        number = 0
+        while not done.is_set():
+            hidden = tmp_path / f".shard-{number:06d}.tmp" / "part"
+            hidden.mkdir(parents=True)
+            (hidden / "meta.json").write_text("{}")
+            hidden.parent.rename(tmp_path / f"shard-{number:06d}")
+            number += 1
+
+    writer = threading.Thread(target=publish)
+    writer.start()
+    try:
+        deadline, looks = time.monotonic() + 3.0, 0
+        while time.monotonic() < deadline:
+            found = find_shards(tmp_path)
+            assert all(not p.relative_to(tmp_path).parts[0].startswith(".") for p in found)
+            assert found == sorted(found)
+            looks += 1
+    finally:
+        done.set()
+        writer.join()
+    assert looks > 10 and len(find_shards(tmp_path)) == len(list(tmp_path.glob("shard-*")))
