@@ -14,7 +14,7 @@ from oneply.engine.inference import Scorer
 
 torch = pytest.importorskip("torch")
 
-from oneply.engine.features import ADOPTED_FACTS, GROUPS, check_names  # noqa: E402
+from oneply.engine.features import ADOPTED_FACTS, GROUPS, V8_FACTS, check_names  # noqa: E402
 from oneply.training import campaign, fit  # noqa: E402
 from tests.helpers.training import (  # noqa: E402
     config,
@@ -173,8 +173,9 @@ def test_save_pairs_the_fork_with_the_campaign_and_can_adopt_it(
     data = make_shard(tmp_path / "data", 40)
     out = tmp_path / "run"
     fork = campaign.fork_dir(out)
-    wider = ["attacks", "pins", "move_facts", "exchange", "threats", "checks"]
-    fit.train(config(data, out, steps=4, eval_every=2), quiet=True)
+    narrower = ["attacks", "pins", "move_facts", "exchange"]  # v8's groups: whatever is adopted
+    wider = [*narrower, "checks"]
+    fit.train(config(data, out, steps=4, eval_every=2, facts=narrower), quiet=True)
     fit.train(config(data, fork, steps=4, eval_every=2, facts=wider), quiet=True)
     campaign.write_fork_record(str(out), ["--facts", *wider])
     ledger = tmp_path / "ledger"
@@ -187,9 +188,9 @@ def test_save_pairs_the_fork_with_the_campaign_and_can_adopt_it(
     assert sorted(paired) == [2, 4]  # the steps both evaluated, each with its difference
     assert all(abs(float(r[2]) - float(r[1]) - float(r[3])) < 2e-4 for r in paired.values())
     assert Scorer(fork / campaign.FORK_MODEL, threads=1).info.features == check_names(
-        ADOPTED_FACTS + GROUPS["checks"]
+        V8_FACTS + GROUPS["checks"]
     )
-    assert Scorer(ledger / campaign.LATEST, threads=1).info.features == ADOPTED_FACTS
+    assert Scorer(ledger / campaign.LATEST, threads=1).info.features == V8_FACTS
     assert "fork" not in json.loads((ledger / campaign.LEDGER).read_text())[-1]
     assert campaign.run(_args(*argv, "--label-seconds", "5", "--adopt-fork")) == 0
     row = json.loads((ledger / campaign.LEDGER).read_text())[-1]
