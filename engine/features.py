@@ -97,10 +97,14 @@ V5_FACTS: tuple[str, ...] = _declared(V5_GROUPS)
 #: the groups of v8 (bundled 2026-11-25, before v9 added the threats)
 V8_GROUPS: tuple[str, ...] = (*V5_GROUPS, "exchange")
 V8_FACTS: tuple[str, ...] = _declared(V8_GROUPS)
+#: the groups of v9 (bundled 2026-11-25, before the campaign added the checks)
+V9_GROUPS: tuple[str, ...] = (*V8_GROUPS, "threats")
+V9_FACTS: tuple[str, ...] = _declared(V9_GROUPS)
 #: the groups every preset reads; a group joins them when a paired run says it helps (exchange:
 #: −0.051 nats and +3.0 points of dev puzzles at 500k positions; threats: −0.03 nats over the
-#: campaign's 4,200 steps beside the same run without them; README "Sample efficiency")
-ADOPTED_GROUPS: tuple[str, ...] = (*V8_GROUPS, "threats")  # v9 reads them all
+#: campaign's 4,200 steps beside the same run without them; checks: −0.022 nats over 4,000 steps
+#: and −0.018 on held-out positions, 2026-11-26; README "Sample efficiency")
+ADOPTED_GROUPS: tuple[str, ...] = (*V9_GROUPS, "checks")
 ADOPTED_FACTS: tuple[str, ...] = _declared(ADOPTED_GROUPS)
 
 #: board token i (0 … 63, rank 8 first) shows this square: square facts in token order

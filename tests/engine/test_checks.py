@@ -13,9 +13,9 @@ import pytest
 
 from oneply.engine.checks import CHECK, MATE, NO_CHECK, enemy_checks
 from oneply.engine.features import (
-    ADOPTED_FACTS,
     GROUPS,
     SQUARE_NAMES,
+    V9_FACTS,
     check_names,
     encode_facts,
     square_facts,
@@ -125,7 +125,7 @@ def test_a_model_without_the_checks_is_spared_them() -> None:
     board = chess.Board(SCHOLAR)
     moves = [list(board.legal_moves)]
     full, _ = encode_facts([board], moves, len(moves[0]))
-    adopted, _ = encode_facts([board], moves, len(moves[0]), ADOPTED_FACTS)
+    adopted, _ = encode_facts([board], moves, len(moves[0]), V9_FACTS)
     assert full[0, chess.F7, CHANNEL] == MATE and not adopted[..., CHANNEL].any()
     others = [i for i, name in enumerate(SQUARE_NAMES) if name != "enemy_check"]
     assert np.array_equal(full[..., others], adopted[..., others])
@@ -149,11 +149,11 @@ def test_a_warm_start_that_adds_the_checks_keeps_v9_and_its_file_reads_them(tmp_
     its check rows learn; then its own file, fed the new channel by the engine, scores as
     torch does, and differently from the source."""
     torch.manual_seed(9)
-    source_model = ActionValueModel(dataclasses.replace(PRESETS["tiny"], features=ADOPTED_FACTS))
+    source_model = ActionValueModel(dataclasses.replace(PRESETS["tiny"], features=V9_FACTS))
     randomise_fact_tables(source_model)
     path, grown = tmp_path / "v9.onnx", tmp_path / "checks.onnx"
     export_model(source_model.eval(), path, preset="tiny")
-    wider = check_names(ADOPTED_FACTS + GROUPS["checks"])
+    wider = check_names(V9_FACTS + GROUPS["checks"])
     config, _ = init_model_config(load_init(path), "", wider)
     assert config.features == wider
     model = ActionValueModel(config).eval()

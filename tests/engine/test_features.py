@@ -19,6 +19,7 @@ from oneply.engine.features import (
     SQUARE_NAMES,
     V5_FACTS,
     V8_FACTS,
+    V9_FACTS,
     FeatureError,
     check_names,
     encode_facts,
@@ -204,7 +205,7 @@ def test_a_warm_start_that_adds_the_threats_keeps_v8_and_its_file_reads_them(tmp
     path, grown = tmp_path / "v8.onnx", tmp_path / "threats.onnx"
     export_model(source_model.eval(), path, preset="tiny")
     config, _ = init_model_config(load_init(path), "", V8_FACTS + GROUPS["threats"])
-    assert config.features == ADOPTED_FACTS  # the adopted groups are v8's plus the threats
+    assert config.features == V9_FACTS  # v9's groups are v8's plus the threats
     model = ActionValueModel(config).eval()
     load_weights(model, load_init(path))
     _, mask, expected = scores_as_file(model, path)
