@@ -92,8 +92,8 @@ def start(args: argparse.Namespace) -> int:
     if (out / "checkpoint.pt").exists():
         print(f"{out}/checkpoint.pt exists: the fit resumes it (its weights win over --init)")
     commands = start_commands(args)
-    if args.fork is not None:
-        write_fork_record(args.out, fork_arguments(args.fork))
+    if "fork" in commands:  # its extra arguments: what follows the campaign's own command
+        write_fork_record(args.out, commands["fork"][len(commands["fit"]) :])
     pids = {}
     for name, command in commands.items():
         if name == "generate" and args.no_generate:
@@ -265,30 +265,32 @@ def export_run(run: Path, path: Path) -> None:
     )
 
 
-def save_fork(args: argparse.Namespace) -> None:
-    """Where the campaign has a fork: the paired validation table, and the fork exported."""
+def save_fork(args: argparse.Namespace) -> list[str] | None:
+    """Where the campaign has a fork: the paired validation table, and the fork exported;
+    returns the fork's extra arguments (None: no fork)."""
     extra = read_fork_record(args.out)
     fork = fork_dir(args.out)
     if extra is None or not (fork / "checkpoint.pt").is_file():
         if args.adopt_fork:
             raise CommandError(f"--adopt-fork: no fork run in {fork} (start --fork ...)")
-        return
+        return None
     print(f"fork ({' '.join(extra)}) beside the campaign, validation loss:")
     for line in paired_table(Path(args.out), fork):
         print("  " + line)
     export_run(fork, fork / FORK_MODEL)
     print(f"wrote {fork / FORK_MODEL}: judge both on the same held-out positions (oneply eval)")
+    return extra
 
 
 def save(args: argparse.Namespace) -> int:
     ledger_dir = Path(args.ledger)
     ledger_dir.mkdir(parents=True, exist_ok=True)
-    save_fork(args)
+    extra = save_fork(args)
     # the fork won its pairing: its weights and row become the campaign's
     run = fork_dir(args.out) if args.adopt_fork else Path(args.out)
     row = session_row(args, run)
     if args.adopt_fork:
-        row["fork"] = read_fork_record(args.out)
+        row["fork"] = extra
     export_run(run, ledger_dir / LATEST)
     path = ledger_dir / LEDGER
     ledger = json.loads(path.read_text()) if path.exists() else []

@@ -157,7 +157,8 @@ def train(config: TrainConfig, resume: bool = True, quiet: bool = False) -> dict
     window = {"loss": 0.0, "hits": 0.0, "values": 0, "positions": 0, "labels": 0}
     clock = time.perf_counter()
     # a run resumed from a checkpoint that predates the meter has no CPU total to carry on
-    cpu = CpuMeter(state.cpu_seconds or 0.0) if state.step == 0 or state.cpu_seconds else None
+    measured = state.step == 0 or state.cpu_seconds is not None
+    cpu = CpuMeter(state.cpu_seconds or 0.0) if measured else None
     state.model.train()
     while state.step < config.steps:
         batch = collate(feed.batch(state.step), facts=model_config.features)
