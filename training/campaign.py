@@ -32,6 +32,7 @@ from oneply.engine.features import GROUPS
 from oneply.engine.model_file import REPO_ROOT
 from oneply.training.campaign_fork import (
     FORK_MODEL,
+    ForkRecord,
     fork_arguments,
     fork_command,
     fork_dir,
@@ -82,21 +83,82 @@ def start_commands(args: argparse.Namespace) -> dict[str, list[str]]:
     if args.hours:  # anneal when the session ends, whatever this machine's pace
         fit += ["--hours", str(args.hours)]
     commands = {"generate": generate, "fit": fit}
-    if args.fork is not None:  # the same trainer, one change apart, on the same fresh data
+    if args.fork_depth is not None:  # the fork's labels are the change: same seed, deeper
+        own = str(fork_dir(args.data))
+        commands["fork-generate"] = with_value(
+            with_value(generate, "--out", own), "--depth", str(args.fork_depth)
+        )
+        extra = fork_arguments(args.fork or "", own_data=True)
+        commands["fork"] = fork_command(fit, args.out, extra, data=(args.data, own))
+    elif args.fork is not None:  # the same trainer, one change apart, on the same fresh data
         commands["fork"] = fork_command(fit, args.out, fork_arguments(args.fork))
     return commands
 
 
+def with_value(command: list[str], flag: str, value: str) -> list[str]:
+    """`command` with `flag`'s value replaced."""
+    changed = list(command)
+    changed[changed.index(flag) + 1] = value
+    return changed
+
+
+#: written by `save` into each run it saved: {"session": ledger row, "step": ...}
+SAVED = "saved.json"
+
+
+def check_unfinished(run: Path, session: str) -> None:
+    """Refuse to resume a run that an earlier session already saved as its ledger row.
+
+    Why: on a machine that kept `runs/`, `start` would otherwise resume last session's
+    finished run (its weights win over --init) and save it as a second row."""
+    marker = run / SAVED
+    if not (run / "checkpoint.pt").exists() or not marker.is_file():
+        return
+    saved = json.loads(marker.read_text())
+    if saved.get("session") != session:
+        raise CommandError(
+            f"{run} is the run saved as ledger row {saved.get('session')} (step "
+            f"{saved.get('step')}): move it aside (mv {run} {run}-{saved.get('session')}) to "
+            "start this session's run from the campaign's latest weights"
+        )
+
+
+def check_data(command: list[str]) -> None:
+    """Refuse, at start, a generate directory written with another seed or depth (generate
+    would refuse too, but in a background log an hour later)."""
+    data = Path(command[command.index("--out") + 1])
+    manifest = data / "manifest.json"
+    if not manifest.is_file():
+        return
+    game = json.loads(manifest.read_text()).get("settings", {}).get("game", {})
+    wanted = {key: int(command[command.index(f"--{key}") + 1]) for key in ("seed", "depth")}
+    had = {key: game.get(key) for key in wanted}
+    if had != wanted:
+        raise CommandError(
+            f"{data} holds positions of {had}, not {wanted}: labelled data the model has seen "
+            f"is no longer fresh; move it aside (mv {data} {data}-{had['seed']}) or pass "
+            "--data DIR"
+        )
+
+
 def start(args: argparse.Namespace) -> int:
     out = Path(args.out)
+    commands = start_commands(args)
+    check_unfinished(out, args.session)
+    if "fork" in commands:
+        check_unfinished(fork_dir(out), args.session)
+    for name, command in commands.items():
+        if name.endswith("generate") and not args.no_generate:
+            check_data(command)
     if (out / "checkpoint.pt").exists():
         print(f"{out}/checkpoint.pt exists: the fit resumes it (its weights win over --init)")
-    commands = start_commands(args)
     if "fork" in commands:  # its extra arguments: what follows the campaign's own command
-        write_fork_record(args.out, commands["fork"][len(commands["fit"]) :])
+        extra = commands["fork"][len(commands["fit"]) :]
+        own = str(fork_dir(args.data)) if args.fork_depth is not None else None
+        write_fork_record(args.out, ForkRecord(extra, own, args.fork_depth))
     pids = {}
     for name, command in commands.items():
-        if name == "generate" and args.no_generate:
+        if name.endswith("generate") and args.no_generate:
             continue
         pids[name] = _launch(command, out.parent / f"{out.name}-{name}.log")
         print(f"{name}: pid {pids[name]}, log {out.parent / f'{out.name}-{name}.log'}")
@@ -122,8 +184,8 @@ def label_totals(data: Path) -> dict[str, Any]:
     return {"positions": positions, "seconds": seconds, "timed_positions": timed, "depths": depths}
 
 
-def session_row(args: argparse.Namespace, run: Path) -> dict[str, Any]:
-    """This session's ledger row, read from its run and data directories."""
+def session_row(args: argparse.Namespace, run: Path, data: str) -> dict[str, Any]:
+    """This session's ledger row, read from its run and the data directory it trained on."""
     import torch
 
     checkpoint_path = run / "checkpoint.pt"
@@ -131,13 +193,13 @@ def session_row(args: argparse.Namespace, run: Path) -> dict[str, Any]:
         raise CommandError(f"no {checkpoint_path}: start the campaign first (campaign start)")
     checkpoint = torch.load(checkpoint_path, map_location="cpu", weights_only=False)
     summary, metrics = checkpoint.get("summary", {}), checkpoint.get("metrics", {})
-    labels = label_totals(Path(args.data))
+    labels = label_totals(Path(data))
     label_seconds = labels["seconds"]
     if args.label_seconds is not None:  # shards written before generate timed them
         label_seconds = args.label_seconds
     elif labels["timed_positions"] < labels["positions"]:
         raise CommandError(
-            f"{labels['positions'] - labels['timed_positions']} positions in {args.data} have "
+            f"{labels['positions'] - labels['timed_positions']} positions in {data} have "
             "no worker_seconds (written by an older generate): pass --label-seconds"
         )
     return {
@@ -265,32 +327,38 @@ def export_run(run: Path, path: Path) -> None:
     )
 
 
-def save_fork(args: argparse.Namespace) -> list[str] | None:
+def save_fork(args: argparse.Namespace) -> ForkRecord | None:
     """Where the campaign has a fork: the paired validation table, and the fork exported;
-    returns the fork's extra arguments (None: no fork)."""
-    extra = read_fork_record(args.out)
+    returns the fork's record (None: no fork)."""
+    record = read_fork_record(args.out)
     fork = fork_dir(args.out)
-    if extra is None or not (fork / "checkpoint.pt").is_file():
+    if record is None or not (fork / "checkpoint.pt").is_file():
         if args.adopt_fork:
             raise CommandError(f"--adopt-fork: no fork run in {fork} (start --fork ...)")
         return None
-    print(f"fork ({' '.join(extra)}) beside the campaign, validation loss:")
+    print(f"fork ({' '.join(record.change())}) beside the campaign, validation loss:")
+    if record.data is not None:
+        print("  (each on its own labels: the losses do not compare; oneply eval both on the")
+        print(f"  same held-out positions, of {args.data} and of {record.data})")
     for line in paired_table(Path(args.out), fork):
         print("  " + line)
     export_run(fork, fork / FORK_MODEL)
     print(f"wrote {fork / FORK_MODEL}: judge both on the same held-out positions (oneply eval)")
-    return extra
+    return record
 
 
 def save(args: argparse.Namespace) -> int:
     ledger_dir = Path(args.ledger)
     ledger_dir.mkdir(parents=True, exist_ok=True)
-    extra = save_fork(args)
-    # the fork won its pairing: its weights and row become the campaign's
-    run = fork_dir(args.out) if args.adopt_fork else Path(args.out)
-    row = session_row(args, run)
-    if args.adopt_fork:
-        row["fork"] = extra
+    record = save_fork(args)
+    # the fork won its pairing: its weights, labels and row become the campaign's
+    if args.adopt_fork and record is not None:
+        row = session_row(args, fork_dir(args.out), record.data or args.data)
+        row["fork"] = record.change()
+        run = fork_dir(args.out)
+    else:
+        run = Path(args.out)
+        row = session_row(args, run, args.data)
     export_run(run, ledger_dir / LATEST)
     path = ledger_dir / LEDGER
     ledger = json.loads(path.read_text()) if path.exists() else []
@@ -298,6 +366,10 @@ def save(args: argparse.Namespace) -> int:
     row["lineage"] = args.lineage or (lineage(earlier[-1]) if earlier else FIRST_LINEAGE)
     ledger = update_ledger(ledger, row)
     path.write_text(json.dumps(ledger, indent=1) + "\n")
+    marker = json.dumps({"session": row["session"], "step": row["steps"]}) + "\n"
+    for saved in (Path(args.out), fork_dir(args.out)):  # both are finished runs for a new session
+        if (saved / "checkpoint.pt").is_file():
+            (saved / SAVED).write_text(marker)
     plot(ledger, ledger_dir / PLOT)
     for point in cumulative(ledger):
         print(format_point(point))
@@ -333,6 +405,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar='"FIT ARGS"',
         help="start: a second trainer on the same data whose fit command adds these arguments "
         '(e.g. "--facts attacks pins move_facts exchange threats checks"), in <out>-fork',
+    )
+    parser.add_argument(
+        "--fork-depth",
+        type=int,
+        metavar="D",
+        help="start: the fork reads labels of its own, generated at depth D with the same seed "
+        "in <data>-fork (with --fork, its arguments as well)",
     )
     parser.add_argument(
         "--adopt-fork",

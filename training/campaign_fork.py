@@ -4,7 +4,10 @@ Why: the campaign adopts a change (a fact group, a loss weight) only when it bea
 without it on the same positions, in the same order, from the same weights — the `threats`,
 `gap` and `checks` measurements were all such forks. `campaign start --fork "FIT ARGS"` starts
 that second trainer beside the campaign's (its command is the campaign's with FIT ARGS
-appended: argparse lets a later flag win), writing to `<out>-fork`. `campaign save` then
+appended: argparse lets a later flag win), writing to `<out>-fork`. `start --fork-depth D`
+makes the labels the change: a second generate (same seed, depth D) writes `<data>-fork`, and
+the fork reads that instead of `<data>` — the 2-core machine's labelling core idles half the
+time at depth 2, so deeper labels may come at no wall-clock cost. `campaign save` then
 prints the two runs' validation losses step by step and exports the fork next to its run, so
 `oneply eval` can judge both on the same held-out positions; `save --adopt-fork` makes the
 fork the campaign's latest weights and ledger row instead.
@@ -15,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import shlex
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -32,13 +36,14 @@ def fork_dir(out: str | Path) -> Path:
     return out.with_name(out.name + "-fork")
 
 
-def fork_arguments(text: str) -> list[str]:
+def fork_arguments(text: str, own_data: bool = False) -> list[str]:
     """The extra `train fit` arguments of `--fork`, checked against fit's own parser so a typo
-    fails at start, not an hour later in a background log."""
+    fails at start, not an hour later in a background log. None are needed where the fork
+    reads its own labels (`own_data`: `--fork-depth`)."""
     from oneply.training import fit
 
     extra = shlex.split(text)
-    if not extra:
+    if not extra and not own_data:
         raise CommandError('--fork needs train fit arguments, e.g. --fork "--gap-weight 4"')
     for flag in ("--out", "--init", "--follow", "--steps"):
         if flag in extra:
@@ -54,23 +59,46 @@ def fork_arguments(text: str) -> list[str]:
     return extra
 
 
-def fork_command(fit_command: list[str], out: str, extra: list[str]) -> list[str]:
-    """The campaign's fit command with the fork's directory and its extra arguments."""
+def fork_command(
+    fit_command: list[str], out: str, extra: list[str], data: tuple[str, str] | None = None
+) -> list[str]:
+    """The campaign's fit command with the fork's directory and its extra arguments;
+    `data` = (the campaign's data directory, the fork's own) swaps what the fork reads."""
     command = list(fit_command)
     command[command.index("--out") + 1] = str(fork_dir(out))
+    if data is not None:
+        command[command.index(data[0])] = data[1]
     return command + extra
 
 
-def write_fork_record(out: str, extra: list[str]) -> None:
+@dataclass(frozen=True)
+class ForkRecord:
+    """What `start` launched the fork with: its extra `train fit` arguments and, where it
+    reads labels of its own (`--fork-depth`), their directory and depth."""
+
+    args: list[str]
+    data: str | None = None
+    depth: int | None = None
+
+    def change(self) -> list[str]:
+        """The fork's difference from the campaign, as the ledger row names it."""
+        labels = [] if self.depth is None else [f"labels at depth {self.depth} ({self.data})"]
+        return [*self.args, *labels]
+
+
+def write_fork_record(out: str, record: ForkRecord) -> None:
     directory = fork_dir(out)
     directory.mkdir(parents=True, exist_ok=True)
-    (directory / FORK_FILE).write_text(json.dumps({"args": extra}) + "\n")
+    (directory / FORK_FILE).write_text(json.dumps(asdict(record)) + "\n")
 
 
-def read_fork_record(out: str | Path) -> list[str] | None:
-    """The fork's extra arguments, or None where this campaign has no fork."""
+def read_fork_record(out: str | Path) -> ForkRecord | None:
+    """The fork's record, or None where this campaign has no fork."""
     path = fork_dir(out) / FORK_FILE
-    return json.loads(path.read_text())["args"] if path.is_file() else None
+    if not path.is_file():
+        return None
+    fields = json.loads(path.read_text())
+    return ForkRecord(fields["args"], fields.get("data"), fields.get("depth"))
 
 
 def val_losses(run: Path) -> dict[int, float]:

@@ -167,6 +167,65 @@ def test_a_fork_runs_the_campaign_trainer_with_its_change_in_a_directory_of_its_
             campaign.start_commands(_args("start", "--out", str(out), "--fork", bad))
 
 
+def test_a_fork_on_deeper_labels_has_its_own_generate_and_reads_only_its_labels(
+    tmp_path: Path,
+) -> None:
+    data, out = str(tmp_path / "fresh"), str(tmp_path / "runs" / "campaign")
+    argv = ["start", "--data", data, "--out", out, "--seed", "9", "--fork-depth", "4"]
+    commands = campaign.start_commands(_args(*argv))
+    control, fork, deep = commands["fit"], commands["fork"], commands["fork-generate"]
+    own = str(tmp_path / "fresh-fork")
+    assert deep[deep.index("--out") + 1] == own and deep[deep.index("--depth") + 1] == "4"
+    generate = commands["generate"]
+    assert [a for i, a in enumerate(deep) if a != generate[i]] == [own, "4"]  # same seed
+    assert own in fork and data not in fork and data in control
+    assert len(fork) == len(control)  # nothing else changes
+    both = campaign.start_commands(_args(*argv, "--fork", "--gap-weight 4"))["fork"]
+    assert both[len(control) :] == ["--gap-weight", "4"] and own in both
+
+
+def test_start_refuses_a_run_an_earlier_session_saved_and_data_of_another_seed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def launched(command: list[str], log: Path) -> int:
+        raise AssertionError(f"start launched {command} past its checks")
+
+    monkeypatch.setattr(campaign, "_launch", launched)
+    out, data = tmp_path / "run", tmp_path / "fresh"
+    out.mkdir()
+    (out / "checkpoint.pt").write_bytes(b"finished")
+    (out / campaign.SAVED).write_text(json.dumps({"session": "2026-11-25", "step": 4000}))
+    argv = ["start", "--out", str(out), "--data", str(data), "--seed", "2", "--no-generate"]
+    with pytest.raises(CommandError, match=f"mv {out} {out}-2026-11-25"):
+        campaign.run(_args(*argv, "--session", "2026-11-26"))
+    campaign.check_unfinished(out, "2026-11-25")  # the same session resumes its own run
+    (out / "checkpoint.pt").unlink()
+    data.mkdir()
+    game = {"seed": 1, "depth": 2, "max_plies": 400}
+    (data / "manifest.json").write_text(json.dumps({"settings": {"game": game}}))
+    with pytest.raises(CommandError, match="holds positions of .* move it aside"):
+        campaign.run(_args(*argv[:-1], "--session", "2026-11-26", "--ledger", str(tmp_path)))
+    generate = campaign.start_commands(_args(*argv, "--seed", "1"))["generate"]
+    campaign.check_data(generate)  # the same seed and depth: generate resumes the directory
+
+
+def test_save_adopts_a_fork_with_the_labelling_of_its_own_data(tmp_path: Path) -> None:
+    shallow, deep = make_shard(tmp_path / "d2", 40), make_shard(tmp_path / "d4", 30, seed=1)
+    out = tmp_path / "run"
+    fit.train(config(shallow, out, steps=2, eval_every=2), quiet=True)
+    fit.train(config(deep, campaign.fork_dir(out), steps=2, eval_every=2), quiet=True)
+    campaign.write_fork_record(str(out), campaign.ForkRecord([], str(deep), 4))
+    ledger = tmp_path / "ledger"
+    argv = ["save", "--data", str(shallow), "--out", str(out), "--ledger", str(ledger)]
+    assert campaign.run(_args(*argv, "--label-seconds", "5")) == 0
+    assert json.loads((ledger / campaign.LEDGER).read_text())[-1]["label_positions"] == 40
+    assert campaign.run(_args(*argv, "--label-seconds", "5", "--adopt-fork")) == 0
+    row = json.loads((ledger / campaign.LEDGER).read_text())[-1]
+    assert row["label_positions"] == 30 and row["fork"] == [f"labels at depth 4 ({deep})"]
+    for run in (out, campaign.fork_dir(out)):  # a later session's start will not resume them
+        assert json.loads((run / campaign.SAVED).read_text())["step"] == 2
+
+
 def test_save_pairs_the_fork_with_the_campaign_and_can_adopt_it(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -177,7 +236,7 @@ def test_save_pairs_the_fork_with_the_campaign_and_can_adopt_it(
     wider = [*narrower, "checks"]
     fit.train(config(data, out, steps=4, eval_every=2, facts=narrower), quiet=True)
     fit.train(config(data, fork, steps=4, eval_every=2, facts=wider), quiet=True)
-    campaign.write_fork_record(str(out), ["--facts", *wider])
+    campaign.write_fork_record(str(out), campaign.ForkRecord(["--facts", *wider]))
     ledger = tmp_path / "ledger"
     argv = ["save", "--data", str(data), "--out", str(out), "--ledger", str(ledger)]
     assert campaign.run(_args(*argv, "--label-seconds", "5")) == 0
