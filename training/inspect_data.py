@@ -11,6 +11,11 @@ spaced sample of at most ``--mix-limit`` positions, since it needs python-chess 
 one scored, move counters included). Best-only shards (``generate --labels best``) hold one
 scored move per position: their records list that move alone, their value histogram is of the
 best values, and the table says ``labels: best``.
+
+``--fens N --split val`` prints the FENs of the split's first N positions, one per line: fed to
+``oneply train annotate --depth 8`` they become a *judge set*, the same held-out positions
+labelled deeper, on which models trained on labels of different depths compare fairly (each
+run's own validation loss is measured against its own labels).
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ import chess
 import numpy as np
 
 from oneply.engine.errors import CommandError
-from oneply.training.compact import UNSCORED, board_of_tokens
+from oneply.training.compact import UNSCORED, board_of_tokens, fen_of_tokens
 from oneply.training.dataset import AnnotatedDataset, DatasetError, find_shards
 from oneply.training.positions import PIECE_MATERIAL, game_phase
 
@@ -164,13 +169,26 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="JSON (lines with --sample)")
     parser.add_argument("--png", type=Path, default=None, help="plot (default DIR/inspect.png)")
     parser.add_argument("--mix-limit", type=int, default=20_000, help="positions for the mix")
+    parser.add_argument(
+        "--fens", type=int, default=0, metavar="N", help="print the first N FENs of --split"
+    )
+    parser.add_argument(
+        "--split",
+        choices=("all", "train", "val"),
+        default="all",
+        help="the positions to read (the trainer's split, fit --val-percent's default 5)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
     try:
-        dataset = AnnotatedDataset(args.dir)
+        dataset = AnnotatedDataset(args.dir, split=args.split)
     except DatasetError as error:
         raise CommandError(f"oneply train inspect: error: {error}", exit_code=2) from None
+    if args.fens:
+        for index in range(min(args.fens, len(dataset))):
+            print(fen_of_tokens(dataset[index][0]))
+        return 0
     if args.sample:
         for record in records(dataset, args.sample):
             print(json.dumps(record) if args.json else f"{record['fen']}  {record['values']}")

@@ -243,6 +243,17 @@ def test_inspect_records_agree_with_a_fresh_stockfish_and_the_table_counts(
     assert sum(mix["phase"].values()) == sum(mix["legal_moves"].values()) == 80
     assert sum(mix["values"]) == report["action_values"] and sum(mix["best_values"]) == 80
     assert (out / "inspect.png").stat().st_size > 10_000
+    fens = {}  # a judge set's positions: the split's first N, as FENs that tokenize back
+    for split in ("val", "train"):
+        assert (
+            inspect_data.run(parser.parse_args([str(out), "--fens", "50", "--split", split])) == 0
+        )
+        fens[split] = capsys.readouterr().out.splitlines()
+        states = AnnotatedDataset([out], split=split)
+        assert len(fens[split]) == min(50, len(states)) > 0
+        for index, fen in enumerate(fens[split]):
+            assert np.array_equal(tokenize(chess.Board(fen)), states[index][0]), fen
+    assert not set(fens["val"]) & set(fens["train"])
 
 
 def test_unreadable_book_or_eco_file_is_a_clear_error(tmp_path: Path, capsys) -> None:
