@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -207,6 +209,38 @@ def test_start_refuses_a_run_an_earlier_session_saved_and_data_of_another_seed(
         campaign.run(_args(*argv[:-1], "--session", "2026-11-26", "--ledger", str(tmp_path)))
     generate = campaign.start_commands(_args(*argv, "--seed", "1"))["generate"]
     campaign.check_data(generate)  # the same seed and depth: generate resumes the directory
+
+
+def test_the_labelling_is_launched_yielding_cpu_to_the_trainers(tmp_path: Path) -> None:
+    show = "import os, pathlib; p = pathlib.Path('/proc/self/autogroup'); "
+    show += "print(os.nice(0)); print(p.read_text() if p.exists() else 'no autogroup')"
+    log = tmp_path / "child.log"
+    pid = campaign._launch([sys.executable, "-c", show], log, niceness=3)
+    assert os.waitpid(pid, 0)[1] == 0
+    niceness, autogroup = log.read_text().splitlines()[:2]
+    assert int(niceness) == min(19, os.nice(0) + 3)
+    assert autogroup == "no autogroup" or autogroup.endswith(" nice 3")  # its own session's
+
+
+def test_start_launches_the_labelling_at_lower_priority_than_the_trainers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    launched: dict[str, int] = {}
+
+    def launch(command: list[str], log: Path, niceness: int = 0) -> int:
+        launched[command[command.index("train") + 1] + ":" + log.name] = niceness
+        return 1
+
+    monkeypatch.setattr(campaign, "_launch", launch)
+    argv = ["start", "--out", str(tmp_path / "run"), "--data", str(tmp_path / "fresh")]
+    assert campaign.run(_args(*argv, "--fork-depth", "4", "--ledger", str(tmp_path))) == 0
+    assert launched == {
+        "generate:run-generate.log": campaign.GENERATE_NICE,
+        "generate:run-fork-generate.log": campaign.GENERATE_NICE,
+        "fit:run-fit.log": 0,
+        "fit:run-fork.log": 0,
+    }
+    assert campaign.GENERATE_NICE > 0
 
 
 def test_save_adopts_a_fork_with_the_labelling_of_its_own_data(tmp_path: Path) -> None:
