@@ -6,8 +6,8 @@ without it on the same positions, in the same order, from the same weights — t
 that second trainer beside the campaign's (its command is the campaign's with FIT ARGS
 appended: argparse lets a later flag win), writing to `<out>-fork`. `start --fork-depth D`
 makes the labels the change: a second generate (same seed, depth D) writes `<data>-fork`, and
-the fork reads that instead of `<data>` — the 2-core machine's labelling core idles half the
-time at depth 2, so deeper labels may come at no wall-clock cost. `campaign save` then
+the fork reads that instead of `<data>` — at depth 2 the labelling outruns the trainer (about
+3 ms of CPU a position against 8), so deeper labels may cost little wall-clock. `campaign save` then
 prints the two runs' validation losses step by step and exports the fork next to its run, so
 `oneply eval` can judge both on the same held-out positions; `save --adopt-fork` makes the
 fork the campaign's latest weights and ledger row instead.
