@@ -41,6 +41,12 @@ from oneply.training.campaign_fork import (
     read_fork_record,
     write_fork_record,
 )
+from oneply.training.campaign_guards import (
+    SAVED,
+    check_data,
+    check_unfinished,
+    row_name,
+)
 
 LEDGER_DIR = REPO_ROOT / "models" / "campaign"
 LATEST = "latest.onnx"
@@ -127,45 +133,6 @@ def with_value(command: list[str], flag: str, value: str) -> list[str]:
     return changed
 
 
-#: written by `save` into each run it saved: {"session": ledger row, "step": ...}
-SAVED = "saved.json"
-
-
-def check_unfinished(run: Path, session: str) -> None:
-    """Refuse to resume a run that an earlier session already saved as its ledger row.
-
-    Why: on a machine that kept `runs/`, `start` would otherwise resume last session's
-    finished run (its weights win over --init) and save it as a second row."""
-    marker = run / SAVED
-    if not (run / "checkpoint.pt").exists() or not marker.is_file():
-        return
-    saved = json.loads(marker.read_text())
-    if saved.get("session") != session:
-        raise CommandError(
-            f"{run} is the run saved as ledger row {saved.get('session')} (step "
-            f"{saved.get('step')}): move it aside (mv {run} {run}-{saved.get('session')}) to "
-            "start this session's run from the campaign's latest weights"
-        )
-
-
-def check_data(command: list[str]) -> None:
-    """Refuse, at start, a generate directory written with another seed or depth (generate
-    would refuse too, but in a background log an hour later)."""
-    data = Path(command[command.index("--out") + 1])
-    manifest = data / "manifest.json"
-    if not manifest.is_file():
-        return
-    game = json.loads(manifest.read_text()).get("settings", {}).get("game", {})
-    wanted = {key: int(command[command.index(f"--{key}") + 1]) for key in ("seed", "depth")}
-    had = {key: game.get(key) for key in wanted}
-    if had != wanted:
-        raise CommandError(
-            f"{data} holds positions of {had}, not {wanted}: labelled data the model has seen "
-            f"is no longer fresh; move it aside (mv {data} {data}-{had['seed']}) or pass "
-            "--data DIR"
-        )
-
-
 def start(args: argparse.Namespace) -> int:
     out = Path(args.out)
     commands = start_commands(args)
@@ -229,7 +196,6 @@ def session_row(args: argparse.Namespace, run: Path, data: str) -> dict[str, Any
             "no worker_seconds (written by an older generate): pass --label-seconds"
         )
     return {
-        "session": args.session,
         "init": shipped_path(summary.get("init")),
         "steps": checkpoint["step"],
         "positions_seen": checkpoint["step"] * summary.get("batch", 0),
@@ -268,8 +234,11 @@ def shipped_path(value: Any) -> Any:
 
 
 def update_ledger(ledger: list[dict], row: dict) -> list[dict]:
-    """The ledger with `row` replacing the same session's earlier row, else appended."""
-    return [r for r in ledger if r.get("session") != row["session"]] + [row]
+    """The ledger with `row` replacing the same session's earlier row in its place (the
+    curve's hours accumulate in ledger order), else appended."""
+    if any(r.get("session") == row["session"] for r in ledger):
+        return [row if r.get("session") == row["session"] else r for r in ledger]
+    return [*ledger, row]
 
 
 #: the lineage of ledger rows written before rows named theirs: v4 and its warm starts
@@ -385,10 +354,12 @@ def save(args: argparse.Namespace) -> int:
     else:
         run = Path(args.out)
         row = session_row(args, run, args.data)
-    export_run(run, ledger_dir / LATEST)
     path = ledger_dir / LEDGER
     ledger = json.loads(path.read_text()) if path.exists() else []
-    earlier = [r for r in ledger if r.get("session") != row["session"]]
+    row = {"session": row_name(args, ledger), **row}
+    export_run(run, ledger_dir / LATEST)
+    names = [r.get("session") for r in ledger]  # the rows before this one (in place if saved)
+    earlier = ledger[: names.index(row["session"])] if row["session"] in names else ledger
     row["lineage"] = args.lineage or (lineage(earlier[-1]) if earlier else FIRST_LINEAGE)
     ledger = update_ledger(ledger, row)
     path.write_text(json.dumps(ledger, indent=1) + "\n")
@@ -466,7 +437,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "their labelling with save --label-seconds)",
     )
     parser.add_argument(
-        "--session", default=datetime.date.today().isoformat(), help="ledger row name"
+        "--session",
+        help="ledger row name (default: the row this run was saved as, else today's date with "
+        "the first free suffix: 2026-11-26, 2026-11-26b, ...); start: the row a saved run "
+        "goes on as",
     )
     parser.add_argument(
         "--lineage",

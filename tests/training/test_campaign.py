@@ -4,6 +4,7 @@ the ledger's arithmetic, and a real save after a short real run."""
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import os
 import sys
@@ -241,6 +242,28 @@ def test_start_launches_the_labelling_at_lower_priority_than_the_trainers(
         "fit:run-fork.log": 0,
     }
     assert campaign.GENERATE_NICE > 0
+
+
+def test_two_sessions_on_one_day_get_rows_of_their_own(tmp_path: Path) -> None:
+    data = make_shard(tmp_path / "data", 40)
+    first, second = tmp_path / "first", tmp_path / "second"
+    for run in (first, second):
+        fit.train(config(data, run, steps=2, eval_every=2), quiet=True)
+    ledger = tmp_path / "ledger"
+
+    def save(run: Path, *extra: str) -> list[str]:
+        argv = ["save", "--data", str(data), "--out", str(run), "--ledger", str(ledger)]
+        assert campaign.run(_args(*argv, "--label-seconds", "5", *extra)) == 0
+        return [row["session"] for row in json.loads((ledger / campaign.LEDGER).read_text())]
+
+    today = datetime.date.today().isoformat()
+    assert save(first) == [today]
+    assert save(second) == [today, today + "b"]  # not over the first session's row
+    assert save(first) == [today, today + "b"]  # a run saved again keeps its row
+    with pytest.raises(CommandError, match=f"row {today} belongs to another run"):
+        save(second, "--session", today)
+    with pytest.raises(CommandError, match=f"pass --session {today}"):
+        campaign.check_unfinished(first, None)  # a saved run resumes only by its row's name
 
 
 def test_save_adopts_a_fork_with_the_labelling_of_its_own_data(tmp_path: Path) -> None:
