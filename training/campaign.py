@@ -39,6 +39,7 @@ from oneply.training.campaign_fork import (
     fork_dir,
     paired_table,
     read_fork_record,
+    with_value,
     write_fork_record,
 )
 from oneply.training.campaign_guards import (
@@ -124,13 +125,6 @@ def start_commands(args: argparse.Namespace) -> dict[str, list[str]]:
     elif args.fork is not None:  # the same trainer, one change apart, on the same fresh data
         commands["fork"] = fork_command(fit, args.out, fork_arguments(args.fork))
     return commands
-
-
-def with_value(command: list[str], flag: str, value: str) -> list[str]:
-    """`command` with `flag`'s value replaced."""
-    changed = list(command)
-    changed[changed.index(flag) + 1] = value
-    return changed
 
 
 def start(args: argparse.Namespace) -> int:

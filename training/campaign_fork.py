@@ -59,13 +59,19 @@ def fork_arguments(text: str, own_data: bool = False) -> list[str]:
     return extra
 
 
+def with_value(command: list[str], flag: str, value: str) -> list[str]:
+    """`command` with `flag`'s value replaced."""
+    changed = list(command)
+    changed[changed.index(flag) + 1] = value
+    return changed
+
+
 def fork_command(
     fit_command: list[str], out: str, extra: list[str], data: tuple[str, str] | None = None
 ) -> list[str]:
     """The campaign's fit command with the fork's directory and its extra arguments;
     `data` = (the campaign's data directory, the fork's own) swaps what the fork reads."""
-    command = list(fit_command)
-    command[command.index("--out") + 1] = str(fork_dir(out))
+    command = with_value(fit_command, "--out", str(fork_dir(out)))
     if data is not None:
         command[command.index(data[0])] = data[1]
     return command + extra
