@@ -135,9 +135,5 @@ def training_indices(dataset: AnnotatedDataset, excluded: set[bytes]) -> np.ndar
     """Indices of the training positions, minus any evaluation (puzzle) position."""
     if not excluded:
         return np.arange(len(dataset))
-    keep = [i for i in range(len(dataset)) if position_key(dataset[i][0]) not in excluded]
+    keep = [i for i in range(len(dataset)) if position_key(dataset.state(i)) not in excluded]
     return np.asarray(keep, dtype=np.int64)
-
-
-def move_counts(dataset: AnnotatedDataset, indices: np.ndarray) -> np.ndarray:
-    return np.array([len(dataset[int(i)][1]) for i in indices], dtype=np.int64)

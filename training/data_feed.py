@@ -24,7 +24,7 @@ import numpy as np
 import torch.distributed as dist
 
 from oneply.engine.errors import CommandError
-from oneply.training.batches import BatchOrder, move_counts, training_indices
+from oneply.training.batches import BatchOrder, training_indices
 from oneply.training.config import TrainConfig
 from oneply.training.dataset import AnnotatedDataset, find_shards, puzzle_keys
 from oneply.training.device import Dist
@@ -77,7 +77,7 @@ class ShardViews:
         if shard not in self._train:
             dataset = AnnotatedDataset(shard, split="train", val_percent=self.val_percent)
             rows = training_indices(dataset, self.excluded)
-            lengths = move_counts(dataset, rows)
+            lengths = dataset.move_counts(rows)
             self._train[shard] = (dataset, rows, lengths, len(dataset) - len(rows))
         return self._train[shard]
 

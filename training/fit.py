@@ -54,7 +54,8 @@ from oneply.arena.puzzles import DEV_PUZZLES, read_puzzles
 from oneply.engine.architecture import PREDICTORS
 from oneply.engine.errors import CommandError
 from oneply.engine.features import ADOPTED_GROUPS, GROUPS
-from oneply.training.batches import Batch, collate
+from oneply.training.batch_loader import BatchLoader
+from oneply.training.batches import Batch
 from oneply.training.checkpoints import State, build_state, save_checkpoint, trim_metrics
 from oneply.training.config import CHECKPOINT, METRICS, PLOT, TrainConfig
 from oneply.training.cpu_clock import CpuMeter
@@ -160,8 +161,9 @@ def train(config: TrainConfig, resume: bool = True, quiet: bool = False) -> dict
     measured = state.step == 0 or state.cpu_seconds is not None
     cpu = CpuMeter(state.cpu_seconds or 0.0) if measured else None
     state.model.train()
+    loader = BatchLoader(feed, model_config.features, config.loader_workers)
     while state.step < config.steps:
-        batch = collate(feed.batch(state.step), facts=model_config.features)
+        batch = loader.next(state.step)
         loss, hits = train_step(ddp, state, batch.to(device), config, device, bf16, info)
         state.seen += batch.action_values * info.world
         window["loss"] += loss
@@ -195,6 +197,7 @@ def train(config: TrainConfig, resume: bool = True, quiet: bool = False) -> dict
         if (step % config.eval_every == 0 or done) and info.main:
             evaluate_ema(state, feed, puzzles, config, device, bf16, out, bar)
         if not done and feed.rescan(step):
+            loader.restart(step + 1)
             summary.update(data_summary(feed))
             if info.main:
                 append_metrics(out / METRICS, feed.describe(step))
@@ -208,6 +211,7 @@ def train(config: TrainConfig, resume: bool = True, quiet: bool = False) -> dict
             dist.barrier()
         clock += time.perf_counter() - paused
     bar.close()
+    loader.close()
     summary["steps"] = state.step
     if info.main and checkpoint and state.step == checkpoint["step"]:
         summary = checkpoint["summary"]  # nothing left to train: report the saved run
@@ -289,6 +293,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--rescan-every", type=int, default=d.rescan_every, help="steps between looks (--follow)"
+    )
+    parser.add_argument(
+        "--loader-workers",
+        type=int,
+        default=d.loader_workers,
+        help="processes that make batches ahead (0: in the trainer); on a GPU, about one per "
+        "free core: making a batch (the facts) costs more than training on it",
     )
     parser.add_argument("--layout", choices=LAYOUTS, default=d.layout)
     parser.add_argument(
