@@ -21,6 +21,7 @@ class TrainConfig:
     out: str
     preset: str = ""  # "": the --init source's, else the resumed checkpoint's, else DEFAULT_PRESET
     facts: list[str] = field(default_factory=list)  # fact groups read ([]: the preset's)
+    layers: int = 0  # transformer blocks (0: the preset's or source's; more grows a --init)
     layout: str = "shared"
     steps: int = 1000  # with hours: the most steps (training/deadline.py re-plans the end)
     hours: float = 0.0  # end this sitting after this many hours, annealed then (0: run to steps)
@@ -63,6 +64,7 @@ def check_compatible(saved: TrainConfig, wanted: TrainConfig) -> None:
     fixed = (
         "preset",
         "facts",
+        "layers",
         "layout",
         "predictor",
         "batch",

@@ -281,6 +281,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         f"{' '.join(ADOPTED_GROUPS)}; with --init, a superset of the source's)",
     )
     parser.add_argument(
+        "--layers",
+        type=int,
+        default=d.layers,
+        metavar="N",
+        help="transformer blocks (default: the preset's, or the --init model's); with --init, "
+        "more than the source's grows it: the new blocks are appended as identities (zero "
+        "output projections), so the grown model starts out computing what its source computes",
+    )
+    parser.add_argument(
         "--init",
         metavar="MODEL.onnx|CHECKPOINT.pt",
         default=d.init,

@@ -5,7 +5,9 @@ the graph's initializers, its architecture from the ``oneply.config`` metadata) 
 checkpoint (its EMA weights, the ones export ships). Only the weights are taken: the optimiser,
 the learning-rate schedule, the EMA and the data order start fresh, so a shipped model can be
 trained further on new data with a new schedule. Before the first step the warm-started model
-computes exactly what the source computes.
+computes exactly what the source computes — also when the run reads more facts than the source
+(their rows start at zero) or has more layers (`fit --layers N`: the new blocks are appended
+with zero output projections, so each adds nothing to the residual stream until it learns).
 """
 
 from __future__ import annotations
@@ -87,8 +89,17 @@ def load_init(path: str | Path) -> InitSource:
     return _from_onnx(path) if path.suffix == ".onnx" else _from_checkpoint(path)
 
 
+def deeper_name(preset: str, layers: int) -> str:
+    """The preset name of a model grown or built with another depth (``small`` at 6 layers:
+    ``small-6L``); the file's ``oneply.config`` holds the architecture, the name is a label."""
+    base = preset.partition("-")[0]
+    if base in PRESETS and PRESETS[base].layers == layers:
+        return base
+    return f"{base}-{layers}L"
+
+
 def init_model_config(
-    source: InitSource, preset: str, facts: tuple[str, ...] | None = None
+    source: InitSource, preset: str, facts: tuple[str, ...] | None = None, layers: int = 0
 ) -> tuple[ModelConfig, str]:
     """The run's architecture and preset name: the source's own (with `facts` read instead of
     its facts, when given); an explicit --preset must describe the same weights (they fit no
@@ -101,7 +112,8 @@ def init_model_config(
       does and black-to-move ones as the source scores their colour-flipped twins;
     - the run may read more facts (``features``, engine/features.py) than the source: the new
       facts' rows of the embedding tables start at zero, so before the first step the model
-      computes what the source computes, and training then learns what the new facts add.
+      computes what the source computes, and training then learns what the new facts add;
+    - the run may have more layers (`layers`) than the source: see `grow_blocks`.
     """
     wanted: ModelConfig | None = source.config
     name = source.preset
@@ -111,20 +123,24 @@ def init_model_config(
             wanted = replace(wanted, predictor=source.config.predictor)
     if wanted is not None and facts is not None:
         wanted = replace(wanted, features=facts)
+    if wanted is not None and layers:
+        wanted, name = replace(wanted, layers=layers), deeper_name(name, layers)
     if wanted is None or not _upgrades(source.config, wanted):
         raise CommandError(
             f"--init {source.path} is a {source.preset!r} model ({source.config}), but the run "
-            f"asks for {wanted}; leave out --preset to train the source's own architecture, and "
-            "give --facts a superset of the source's facts"
+            f"asks for {wanted}; leave out --preset to train the source's own architecture, "
+            "give --facts a superset of the source's facts and --layers at least its layers"
         )
     return wanted, name
 
 
 def _upgrades(source: ModelConfig, wanted: ModelConfig) -> bool:
-    """`wanted` is the source, or the source with the view turned on and/or more facts read."""
-    same_rest = replace(source, mirror=wanted.mirror, features=wanted.features) == wanted
+    """`wanted` is the source, or the source with the view turned on, more facts read and/or
+    more layers."""
+    rest = replace(source, mirror=wanted.mirror, features=wanted.features, layers=wanted.layers)
     facts_ok = set(source.features) <= set(wanted.features)
-    return same_rest and source.mirror <= wanted.mirror and facts_ok
+    deeper_ok = source.layers <= wanted.layers
+    return rest == wanted and source.mirror <= wanted.mirror and facts_ok and deeper_ok
 
 
 Kind = Sequence[Fact]  # the declared square or move facts
@@ -150,9 +166,27 @@ def _grown_table(
     return grown
 
 
+def _new_block(key: str, first_new: int) -> bool:
+    """`key` belongs to a block the source does not have (index `first_new` or later)."""
+    parts = key.split(".")
+    return parts[0] == "blocks" and int(parts[1]) >= first_new
+
+
+def grow_blocks(model: ActionValueModel, first_new: int) -> None:
+    """Blocks `first_new`… become identities: their attention and MLP output projections are
+    zeroed, so the residual stream passes them unchanged and the grown model computes what
+    its source computes. They still learn: the gradient of a zeroed output projection is the
+    block's (non-zero) inner activations times the stream's gradient, and once it moves, the
+    block's inner weights receive gradients too (the zero-initialised adapter's trick)."""
+    with torch.no_grad():
+        for block in list(model.blocks)[first_new:]:
+            block.proj.weight.zero_()
+            block.mlp.w2.weight.zero_()
+
+
 def load_weights(model: ActionValueModel, source: InitSource) -> None:
     """Copy the source's weights into `model`; a missing or extra tensor is a clear error
-    (the fact tables of an upgrade excepted, see init_model_config)."""
+    (the fact tables and the new blocks of an upgrade excepted, see init_model_config)."""
     weights = dict(source.weights)
     upgrade = set(source.config.features) != set(model.config.features)
     if upgrade:
@@ -168,12 +202,20 @@ def load_weights(model: ActionValueModel, source: InitSource) -> None:
         raise CommandError(
             f"--init {source.path}: weights do not fit its own config ({error})"
         ) from None
-    wrong = [k for k in missing if not (upgrade and k in NEW_TABLES)] + list(unexpected)
+    first_new = source.config.layers
+    deeper = model.config.layers > first_new
+    wrong = [
+        k
+        for k in missing
+        if not (upgrade and k in NEW_TABLES) and not (deeper and _new_block(k, first_new))
+    ] + list(unexpected)
     if wrong:
         raise CommandError(
             f"--init {source.path}: weights do not fit its own config (missing or unexpected "
             f"tensors {wrong[:5]})"
         )
+    if deeper:
+        grow_blocks(model, first_new)
 
 
 def run_architecture(
@@ -184,15 +226,18 @@ def run_architecture(
     A resumed run keeps its checkpoint's architecture (and refuses other settings); a new run
     takes the --init source's, else the preset's.
     """
+    if config.layers < 0:
+        raise CommandError(f"--layers {config.layers}: give a number of blocks, 1 or more")
     facts = group_facts(config.facts) if config.facts else None
     if checkpoint:
         saved = TrainConfig(**checkpoint["train_config"])
-        config = replace(config, preset=config.preset or saved.preset)
+        named = deeper_name(config.preset, config.layers) if config.preset and config.layers else ""
+        config = replace(config, preset=named or config.preset or saved.preset)
         check_compatible(saved, config)
         return config, ModelConfig(**checkpoint["config"]), None
     if config.init:
         source = load_init(config.init)
-        model_config, preset = init_model_config(source, config.preset, facts)
+        model_config, preset = init_model_config(source, config.preset, facts, config.layers)
         if model_config.predictor != config.predictor:
             raise CommandError(
                 f"--init {source.path} is a {model_config.predictor!r} model; it cannot start a "
@@ -203,4 +248,7 @@ def run_architecture(
     model_config = replace(PRESETS[preset], predictor=config.predictor)
     if facts is not None:
         model_config = replace(model_config, features=facts)
+    if config.layers:
+        model_config = replace(model_config, layers=config.layers)
+        preset = deeper_name(preset, config.layers)
     return replace(config, preset=preset), model_config, None

@@ -187,6 +187,36 @@ def test_facts_choose_the_groups_a_run_reads_and_a_resume_keeps_them(tmp_path: P
         check_compatible(saved, dataclasses.replace(saved, facts=["exchange"]))
 
 
+def test_layers_grow_a_source_that_then_scores_as_before_and_learns(tmp_path: Path) -> None:
+    """`fit --init tiny.onnx --layers 3`: the third block starts as an identity, so the grown
+    model scores every position as its source's file does; one real training step moves the
+    new block's output projections off zero; its file is a tiny model with 3 layers; a run
+    resumed with other layers, or fewer layers than the source, is refused."""
+    _, path = source_model(tmp_path, move_features=True)
+    grown = warm_started(path, layers=3)
+    assert grown.config == dataclasses.replace(PRESETS["tiny"], layers=3)
+    assert not grown.blocks[2].proj.weight.any() and not grown.blocks[2].mlp.w2.weight.any()
+    assert grown.blocks[2].qkv.weight.any()  # the inner weights are the fresh model's
+    expected = file_log_probs(Scorer(path, threads=1), BOARDS)
+    actual, ids = log_probs(grown, BOARDS)
+    np.testing.assert_allclose(actual[ids >= 0], expected[ids >= 0], atol=1e-5, rtol=1e-5)
+    data = make_shard(tmp_path / "data", 40)
+    out = tmp_path / "run"
+    summary = fit.train(config(data, out, steps=2, preset="", init=str(path), layers=3), True)
+    assert summary["preset"] == "tiny-3L"
+    trained, _ = load_checkpoint_model(out / CHECKPOINT)
+    assert trained.config.layers == 3 and trained.blocks[2].proj.weight.any()
+    export_model(trained, tmp_path / "grown.onnx", preset="tiny-3L")
+    scorer = Scorer(tmp_path / "grown.onnx", threads=1)
+    assert scorer.info.config["layers"] == 3 and scorer.info.preset == "tiny-3L"
+    with pytest.raises(CommandError, match="layers"):
+        fit.train(config(data, out, steps=3, preset="", init=str(path), layers=4), True)
+    with pytest.raises(CommandError, match="--layers at least"):
+        warm_started(path, layers=1)
+    with pytest.raises(CommandError, match="1 or more"):
+        warm_started(path, layers=-2)
+
+
 # --------------------------------------------------------------------------- --follow
 
 
