@@ -387,7 +387,7 @@ class ActionValueModel(nn.Module):
             + self.to_piece(self.state_embed(on_end))
         )
 
-    def _layers(self) -> list[Block]:
+    def typed_blocks(self) -> list[Block]:
         """The blocks, typed (iterating a ModuleList yields plain Modules)."""
         return [cast(Block, block) for block in self.blocks]
 
@@ -417,13 +417,13 @@ class ActionValueModel(nn.Module):
         xs = self._state(state, square_facts, black)
         xm = self._moves(state, moves, move_facts)
         if layout == "shared":
-            for block in self._layers():
+            for block in self.typed_blocks():
                 xs, xm = block.forward_shared(xs, xm)
         elif layout == "per_move":
             b, n = moves.shape
             xs = xs.unsqueeze(1).expand(b, n, PREFIX, -1).reshape(b * n, PREFIX, -1)
             x = torch.cat([xs, xm.reshape(b * n, 1, -1)], dim=1)
-            for block in self._layers():
+            for block in self.typed_blocks():
                 x = block.forward_full(x)
             xm = x[:, -1].reshape(b, n, -1)
         else:
@@ -439,7 +439,7 @@ class ActionValueModel(nn.Module):
             black = state[:, FIELDS["side"]] == BLACK_TOKEN  # [B, 1]
             state = self._mirror_state(state, black)
         x = self._state(state, square_facts, black)
-        for block in self._layers():
+        for block in self.typed_blocks():
             x = block.forward_full(x)
         out = self.head(self.final_ln(x[:, -1])).float()  # [B, K] or [B, NUM_MOVES]
         if self.config.predictor == "sv":

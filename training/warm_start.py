@@ -179,7 +179,7 @@ def grow_blocks(model: ActionValueModel, first_new: int) -> None:
     block's (non-zero) inner activations times the stream's gradient, and once it moves, the
     block's inner weights receive gradients too (the zero-initialised adapter's trick)."""
     with torch.no_grad():
-        for block in list(model.blocks)[first_new:]:
+        for block in model.typed_blocks()[first_new:]:
             block.proj.weight.zero_()
             block.mlp.w2.weight.zero_()
 
