@@ -103,7 +103,7 @@ V9_FACTS: tuple[str, ...] = _declared(V9_GROUPS)
 #: the groups every preset reads; a group joins them when a paired run says it helps (exchange:
 #: −0.051 nats and +3.0 points of dev puzzles at 500k positions; threats: −0.03 nats over the
 #: campaign's 4,200 steps beside the same run without them; checks: −0.022 nats over 4,000 steps
-#: and −0.018 on held-out positions, 2026-11-26; README "Sample efficiency")
+#: and −0.018 on held-out positions, 2026-11-26; docs/STUDIES.md)
 ADOPTED_GROUPS: tuple[str, ...] = (*V9_GROUPS, "checks")
 ADOPTED_FACTS: tuple[str, ...] = _declared(ADOPTED_GROUPS)
 

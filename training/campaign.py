@@ -55,7 +55,7 @@ LEDGER = "ledger.json"
 PLOT = "campaign.png"
 BUNDLED = REPO_ROOT / "models" / "oneply-small.onnx"
 #: the listwise ranking loss beside HL-Gauss: it won every measure of the 500k-position table
-#: (README "Sample efficiency": dev puzzles 28.3% vs 25.1%), so the campaign trains with it
+#: (docs/STUDIES.md, the 500k table: dev puzzles 28.3% vs 25.1%), so the campaign trains with it
 RANK_WEIGHT = 1.0
 
 
