@@ -37,8 +37,10 @@ from oneply.training.campaign_fork import (
     fork_arguments,
     fork_command,
     fork_dir,
+    generate_arguments,
     paired_table,
     read_fork_record,
+    with_arguments,
     with_value,
     write_fork_record,
 )
@@ -115,16 +117,24 @@ def start_commands(args: argparse.Namespace) -> dict[str, list[str]]:
     if args.hours:  # anneal when the session ends, whatever this machine's pace
         fit += ["--hours", str(args.hours)]
     commands = {"generate": generate, "fit": fit}
-    if args.fork_depth is not None:  # the fork's labels are the change: same seed, deeper
+    own_generate = fork_generate_arguments(args)
+    if own_generate:  # the fork's labels are the change: the same seed, other generate settings
         own = str(fork_dir(args.data))
-        commands["fork-generate"] = with_value(
-            with_value(generate, "--out", own), "--depth", str(args.fork_depth)
-        )
+        commands["fork-generate"] = with_arguments(with_value(generate, "--out", own), own_generate)
         extra = fork_arguments(args.fork or "", own_data=True)
         commands["fork"] = fork_command(fit, args.out, extra, data=(args.data, own))
     elif args.fork is not None:  # the same trainer, one change apart, on the same fresh data
         commands["fork"] = fork_command(fit, args.out, fork_arguments(args.fork))
     return commands
+
+
+def fork_generate_arguments(args: argparse.Namespace) -> list[str]:
+    """What the fork's own generate changes (`--fork-depth D`, `--fork-generate "ARGS"`);
+    empty where the fork reads the campaign's labels."""
+    extra = [] if args.fork_depth is None else ["--depth", str(args.fork_depth)]
+    if args.fork_generate is not None:
+        extra += generate_arguments(args.fork_generate)
+    return extra
 
 
 def start(args: argparse.Namespace) -> int:
@@ -140,8 +150,9 @@ def start(args: argparse.Namespace) -> int:
         print(f"{out}/checkpoint.pt exists: the fit resumes it (its weights win over --init)")
     if "fork" in commands:  # its extra arguments: what follows the campaign's own command
         extra = commands["fork"][len(commands["fit"]) :]
-        own = str(fork_dir(args.data)) if args.fork_depth is not None else None
-        write_fork_record(args.out, ForkRecord(extra, own, args.fork_depth))
+        own_generate = fork_generate_arguments(args)
+        own = str(fork_dir(args.data)) if own_generate else None
+        write_fork_record(args.out, ForkRecord(extra, own, args.fork_depth, own_generate))
     pids = {}
     for name, command in commands.items():
         if name.endswith("generate") and args.no_generate:
@@ -403,6 +414,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="D",
         help="start: the fork reads labels of its own, generated at depth D with the same seed "
         "in <data>-fork (with --fork, its arguments as well)",
+    )
+    parser.add_argument(
+        "--fork-generate",
+        metavar='"GENERATE ARGS"',
+        help="start: as --fork-depth, with these train generate arguments for the fork's labels "
+        '(e.g. "--learner models/campaign/latest.onnx": the model plays one side of half the '
+        "games)",
     )
     parser.add_argument(
         "--adopt-fork",

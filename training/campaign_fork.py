@@ -7,7 +7,9 @@ that second trainer beside the campaign's (its command is the campaign's with FI
 appended: argparse lets a later flag win), writing to `<out>-fork`. `start --fork-depth D`
 makes the labels the change: a second generate (same seed, depth D) writes `<data>-fork`, and
 the fork reads that instead of `<data>` — at depth 2 the labelling outruns the trainer (about
-3 ms of CPU a position against 8), so deeper labels may cost little wall-clock. `campaign save` then
+3 ms of CPU a position against 8), so deeper labels may cost little wall-clock. `start
+--fork-generate "GENERATE ARGS"` does the same with any of generate's settings (e.g. `--learner
+MODEL.onnx`: the model plays one side of half the games, training/learner.py). `campaign save` then
 prints the two runs' validation losses step by step and exports the fork next to its run, so
 `oneply eval` can judge both on the same held-out positions; `save --adopt-fork` makes the
 fork the campaign's latest weights and ledger row instead.
@@ -18,7 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import shlex
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -59,6 +61,48 @@ def fork_arguments(text: str, own_data: bool = False) -> list[str]:
     return extra
 
 
+def generate_arguments(text: str) -> list[str]:
+    """The extra `train generate` arguments of `--fork-generate`, checked against generate's
+    own parser at start (a learner file must exist). The output directory and the seed stay
+    the campaign's: the fork's games are the campaign's games, one setting apart."""
+    from oneply.training import generate
+
+    extra = shlex.split(text)
+    if not extra:
+        raise CommandError('--fork-generate needs train generate arguments, e.g. "--depth 4"')
+    for flag in ("--out", "--seed", "--workers"):
+        if flag in extra:
+            raise CommandError(f"--fork-generate: {flag} is the campaign's own; the fork keeps it")
+    parser = argparse.ArgumentParser(
+        prog="oneply train generate", add_help=False, exit_on_error=False
+    )
+    generate.add_arguments(parser)
+    try:
+        parsed, unknown = parser.parse_known_args(["--out", "-", "--count", "1", *extra])
+    except (argparse.ArgumentError, SystemExit) as error:
+        raise CommandError(f"--fork-generate {text!r}: {error}") from None
+    if unknown:
+        raise CommandError(f"--fork-generate: train generate has no argument {' '.join(unknown)}")
+    if parsed.learner and not Path(parsed.learner).is_file():
+        raise CommandError(f"--fork-generate: no learner model file {parsed.learner}")
+    return extra
+
+
+def with_arguments(command: list[str], extra: list[str]) -> list[str]:
+    """`command` with each `--flag value` of `extra` set: a flag it already has gets the new
+    value in place (the start guards read a flag's first value), a new one is appended."""
+    changed, i = list(command), 0
+    while i < len(extra):
+        flag, rest = extra[i], extra[i + 1 :]
+        value = rest[0] if rest and not rest[0].startswith("--") else None
+        if value is not None and flag in changed:
+            changed = with_value(changed, flag, value)
+        else:
+            changed += [flag] if value is None else [flag, value]
+        i += 1 if value is None else 2
+    return changed
+
+
 def with_value(command: list[str], flag: str, value: str) -> list[str]:
     """`command` with `flag`'s value replaced."""
     changed = list(command)
@@ -80,15 +124,22 @@ def fork_command(
 @dataclass(frozen=True)
 class ForkRecord:
     """What `start` launched the fork with: its extra `train fit` arguments and, where it
-    reads labels of its own (`--fork-depth`), their directory and depth."""
+    reads labels of its own (`--fork-depth`, `--fork-generate`), their directory, depth and
+    the generate arguments that made them."""
 
     args: list[str]
     data: str | None = None
     depth: int | None = None
+    generate: list[str] = field(default_factory=list)
 
     def change(self) -> list[str]:
         """The fork's difference from the campaign, as the ledger row names it."""
-        labels = [] if self.depth is None else [f"labels at depth {self.depth} ({self.data})"]
+        if self.generate and self.generate != ["--depth", str(self.depth)]:
+            labels = [f"labels of its own: generate {' '.join(self.generate)} ({self.data})"]
+        elif self.depth is not None:
+            labels = [f"labels at depth {self.depth} ({self.data})"]
+        else:
+            labels = []
         return [*self.args, *labels]
 
 
@@ -104,7 +155,9 @@ def read_fork_record(out: str | Path) -> ForkRecord | None:
     if not path.is_file():
         return None
     fields = json.loads(path.read_text())
-    return ForkRecord(fields["args"], fields.get("data"), fields.get("depth"))
+    return ForkRecord(
+        fields["args"], fields.get("data"), fields.get("depth"), fields.get("generate", [])
+    )
 
 
 def val_losses(run: Path) -> dict[int, float]:

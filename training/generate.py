@@ -42,8 +42,10 @@ from pathlib import Path
 
 from oneply.arena.puzzles import DEV_PUZZLES
 from oneply.arena.settings import DEBIAN_BOOKS
+from oneply.engine.model_file import ModelFileError
 from oneply.engine.stockfish import LOOKUP_TEXT
 from oneply.training.dataset import puzzle_keys
+from oneply.training.learner import DEFAULT_SHARE, file_digest, model_learner
 from oneply.training.openings import DEFAULT_ECO, check_books, load_eco_lines
 from oneply.training.scored_games import GameSettings
 from oneply.training.shard_publish import remove_stale_temporaries
@@ -68,6 +70,7 @@ def game_settings(args: argparse.Namespace) -> GameSettings:
     knobs = {f.name: getattr(args, f.name) for f in fields(GameSettings) if hasattr(args, f.name)}
     if args.nodes:
         knobs["depth"] = None
+    knobs["learner_share"] = learner_share(args)
     settings = GameSettings(**knobs)
     if settings.depth is None and settings.nodes is None:
         raise SourceError("give --depth or --nodes")
@@ -76,6 +79,39 @@ def game_settings(args: argparse.Namespace) -> GameSettings:
     if not 0 <= settings.random_share + settings.greedy_share <= 1:
         raise SourceError("--random-share + --greedy-share must be in [0, 1]")
     return settings
+
+
+def learner_share(args: argparse.Namespace) -> float:
+    """The share of games the learner plays in: `--learner-share`, by default
+    training/learner.py's DEFAULT_SHARE with `--learner` and 0 without one."""
+    learner = getattr(args, "learner", None)
+    share = getattr(args, "learner_share", None)
+    if share is None:
+        return DEFAULT_SHARE if learner else 0.0
+    if not learner:
+        raise SourceError("--learner-share needs --learner MODEL.onnx (the model that plays)")
+    if not 0 < share <= 1:
+        raise SourceError("--learner-share must be in (0, 1]")
+    return float(share)
+
+
+def recorded_game(settings: GameSettings) -> dict:
+    """The game settings a manifest records. Without a learner its share is left out, so
+    the directories written before the learner existed resume unchanged."""
+    game = asdict(settings)
+    if not settings.learner_share:
+        del game["learner_share"]
+    return game
+
+
+def checked_learner(path: str) -> dict:
+    """The learner's record (file name and SHA-256), once the file has loaded as a model:
+    a wrong file fails here, before any game, with the model loader's message."""
+    try:
+        model_learner(path)
+    except ModelFileError as error:
+        raise SourceError(f"--learner: {error}") from None
+    return {"file": Path(path).name, "sha256": file_digest(path)}
 
 
 def checked_inputs(
@@ -91,9 +127,12 @@ def checked_inputs(
     engine = StockfishScorer(args.stockfish)
     version = engine.id.get("name", "unknown")
     engine.quit()
-    recorded = {"game": asdict(settings), "stockfish": version, "books": books, "eco": args.eco}
+    recorded = {"game": recorded_game(settings), "stockfish": version, "books": books}
+    recorded["eco"] = args.eco
     if args.labels != "all":  # absent means all: directories made before the flag still resume
         recorded["labels"] = args.labels
+    if settings.learner_share:  # absent: no learner (the same rule)
+        recorded["learner"] = checked_learner(args.learner)
     return recorded, books, eco
 
 
@@ -150,7 +189,7 @@ def run_generate(args: argparse.Namespace) -> dict:
         writer,
         known,
         args.workers,
-        initargs=(settings, args.stockfish, books, eco, os.getpid(), args.labels),
+        initargs=(settings, args.stockfish, books, eco, os.getpid(), args.labels, args.learner),
         shard_positions=args.shard_size,
         bench_sample=args.bench_sample,
         desc="generate",
@@ -215,6 +254,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--decided-plies", type=int, default=d.decided_plies)
     parser.add_argument("--max-plies", type=int, default=d.max_plies)
+    parser.add_argument(
+        "--learner",
+        metavar="MODEL.onnx",
+        help="a model file that plays one side (its plain argmax) of a share of the games, so "
+        "that the positions its own moves lead to are labelled too (training/learner.py)",
+    )
+    parser.add_argument(
+        "--learner-share",
+        type=float,
+        default=None,
+        help=f"share of games the learner plays in (default {DEFAULT_SHARE} with --learner)",
+    )
     parser.add_argument("--shard-size", type=int, default=4096, help="positions per shard, about")
     parser.add_argument("--stockfish", default="", help=f"Stockfish (default: {LOOKUP_TEXT})")
     parser.add_argument(

@@ -19,6 +19,7 @@ import chess.polyglot
 
 from oneply.engine.tokenizer import position_key, tokenize
 from oneply.training.best_games import BestGamePlayer
+from oneply.training.learner import model_learner
 from oneply.training.scored_games import GamePlayer, GameSettings, Record
 from oneply.training.stockfish_scorer import StockfishScorer
 from oneply.training.workers import worker_pool
@@ -33,14 +34,22 @@ def _alive() -> None:
 
 
 def init_worker(
-    settings: GameSettings, stockfish: str, books, eco, parent: int, labels: str = "all"
+    settings: GameSettings,
+    stockfish: str,
+    books,
+    eco,
+    parent: int,
+    labels: str = "all",
+    learner: str | None = None,
 ) -> None:
     """``labels``: ``all`` scores every legal move, ``best`` only the best move
-    (training/best_games.py)."""
+    (training/best_games.py); ``learner``: a model file that plays one side of a share of
+    the games (training/learner.py), loaded once per worker."""
     engine = StockfishScorer(stockfish)
     readers = [chess.polyglot.open_reader(p) for p in books]
     kind = BestGamePlayer if labels == "best" else GamePlayer
-    player = kind(settings, engine, readers, eco, alive=_alive)
+    plays = model_learner(learner) if learner else None
+    player = kind(settings, engine, readers, eco, alive=_alive, learner=plays)
     _worker.update(player=player, parent=parent)
 
 

@@ -13,6 +13,14 @@ and the next move is drawn from those very scores, so the labels cost the only s
   game, log-uniform in ``[min_temperature, max_temperature]``): low temperatures play well,
   high ones make the inaccuracies and blunders real players make.
 
+With a *learner* (``generate --learner MODEL.onnx``, training/learner.py), a share
+``learner_share`` of the games has the model itself play one side, drawn per game, with its
+plain argmax: the positions its own moves lead to are then scored like any others, so the
+model learns the values of the positions it actually gets into (DAgger's remedy for an
+imitator that drifts off its teacher's positions). Whether a game has the learner, and which
+side, comes from a random stream of its own: the other games are move for move those of a run
+without a learner.
+
 Games start from a polyglot book walk, an ECO line prefix or a few random moves
 (training/openings.py) and run to the end, ``max_plies``, or until the game
 is decided: ``decided_plies`` positions in a row whose best move wins (or loses) with
@@ -37,7 +45,7 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import chess
@@ -51,6 +59,9 @@ from oneply.training.openings import game_finished, play_opening
 from oneply.training.stockfish_scorer import StockfishScorer
 
 PIECE_VALUES = {chess.PAWN: 1, chess.KNIGHT: 3, chess.BISHOP: 3, chess.ROOK: 5, chess.QUEEN: 9}
+
+#: the learner's move in a position (training/learner.py: a model file's argmax)
+Learner = Callable[[chess.Board], chess.Move]
 
 
 @dataclass(frozen=True)
@@ -69,6 +80,8 @@ class GameSettings:
     eco_share: float = 0.25
     decided_win: float = 0.9
     decided_plies: int = 6
+    #: share of games in which the learner plays one side (0: none; module docstring)
+    learner_share: float = 0.0
 
     def limit(self) -> chess.engine.Limit:
         if self.nodes is not None:
@@ -113,8 +126,12 @@ class GamePlayer:
         books: list[chess.polyglot.MemoryMappedReader],
         eco_lines: list[list[str]],
         alive=None,
+        learner: Learner | None = None,
     ) -> None:
+        if settings.learner_share > 0 and learner is None:
+            raise ValueError("learner_share > 0 needs a learner")
         self.settings = settings
+        self.learner = learner
         self.engine = engine
         self.books = books
         self.eco_lines = eco_lines
@@ -151,11 +168,24 @@ class GamePlayer:
         the game's temperature."""
         return moves[sample_softmax(wins.astype(np.float64), temperature, rng)]
 
+    def learner_side(self, game_number: int) -> chess.Color | None:
+        """The side the learner plays in game `game_number`, or None: a game without it. A
+        stream of its own (seed, game, "learner"), so that the games without the learner draw
+        exactly what they would draw in a run without one."""
+        share = self.settings.learner_share
+        if share <= 0:
+            return None
+        rng = random.Random(f"{self.settings.seed}:{game_number}:learner")
+        if rng.random() >= share:
+            return None
+        return chess.WHITE if rng.random() < 0.5 else chess.BLACK
+
     def play(self, game_number: int) -> Iterator[Record]:
         """One game, seeded by (seed, game_number); yields every position it scored, in order
         (repeats included: the caller keeps the first)."""
         s = self.settings
         rng = random.Random(f"{s.seed}:{game_number}")
+        learner_side = self.learner_side(game_number)
         board = chess.Board()
         play_opening(board, rng, self.books, self.eco_lines, s.book_share, s.eco_share)
         low, high = math.log(s.min_temperature), math.log(s.max_temperature)
@@ -174,4 +204,7 @@ class GamePlayer:
             yield Record(key=key, fen=board.fen(), state=state.astype(np.uint8), wins=wins)
             best = float(wins.max())
             decided = decided + 1 if max(best, 1 - best) >= s.decided_win else 0
-            board.push(self.choose(board, list(board.legal_moves), wins, temperature, rng))
+            if board.turn == learner_side and self.learner is not None:
+                board.push(self.learner(board))
+            else:
+                board.push(self.choose(board, list(board.legal_moves), wins, temperature, rng))

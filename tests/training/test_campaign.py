@@ -187,6 +187,39 @@ def test_a_fork_on_deeper_labels_has_its_own_generate_and_reads_only_its_labels(
     assert both[len(control) :] == ["--gap-weight", "4"] and own in both
 
 
+def test_a_fork_on_labels_of_a_learner_has_its_generate_and_record_name_the_change(
+    tmp_path: Path,
+) -> None:
+    data, out = str(tmp_path / "fresh"), str(tmp_path / "runs" / "campaign")
+    model = str(campaign.BUNDLED)
+    argv = ["start", "--data", data, "--out", out, "--seed", "9"]
+    own_args = f"--learner {model} --learner-share 0.25"
+    commands = campaign.start_commands(_args(*argv, "--fork-generate", own_args))
+    generate, own = commands["generate"], commands["fork-generate"]
+    assert own[: len(generate)] == [
+        str(tmp_path / "fresh-fork") if a == data else a for a in generate
+    ]
+    assert own[len(generate) :] == own_args.split()  # the campaign's seed and depth, plus these
+    assert str(tmp_path / "fresh-fork") in commands["fork"] and data not in commands["fork"]
+    deeper = campaign.start_commands(_args(*argv, "--fork-generate", "--depth 4 --max-plies 80"))
+    fork_generate = deeper["fork-generate"]
+    assert fork_generate[fork_generate.index("--depth") + 1] == "4"  # in place: the guard reads it
+    assert fork_generate.count("--depth") == 1 and fork_generate[-2:] == ["--max-plies", "80"]
+    for bad, why in (
+        ("--learner nowhere.onnx", "no learner model file nowhere.onnx"),
+        ("--learner-shares 0.5", "no argument --learner-shares"),
+        ("--seed 3", "campaign's own"),
+        ("", "needs train generate arguments"),
+    ):
+        with pytest.raises(CommandError, match=why):
+            campaign.start_commands(_args(*argv, "--fork-generate", bad))
+    record = campaign.ForkRecord([], data + "-fork", None, own_args.split())
+    campaign.write_fork_record(out, record)
+    assert campaign.read_fork_record(out) == record
+    assert record.change() == [f"labels of its own: generate {own_args} ({data}-fork)"]
+    assert campaign.ForkRecord([], "d4", 4, ["--depth", "4"]).change() == ["labels at depth 4 (d4)"]
+
+
 def test_start_refuses_a_run_an_earlier_session_saved_and_data_of_another_seed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
