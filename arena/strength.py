@@ -315,9 +315,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "Dev puzzles (argmax and full policy), then games vs random, greedy, Stockfish\n"
         "Skill Level 0 and UCI_Elo levels, combined into one rating with a 95% interval.\n"
         "  oneply strength new.onnx --baseline models/oneply-small.onnx --plot s.png\n"
+        "  oneply strength --merge run1.json run2.json   (runs of other seeds as one)\n"
         "Caveat: " + CAVEAT
     )
-    parser.add_argument("model", help="ONNX model file")
+    parser.add_argument("model", nargs="?", help="ONNX model file")
+    parser.add_argument(
+        "--merge",
+        nargs="+",
+        metavar="RUN.json",
+        help="play nothing: add up the games of earlier runs' --json files (the same model, "
+        "baseline and settings, other seeds) and rate them as one run (arena/strength_merge.py)",
+    )
     parser.add_argument("--baseline", metavar="ONNX", help="also run this model and compare")
     parser.add_argument(
         "--search-nodes",
@@ -372,7 +380,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from oneply.arena import strength_merge
     from oneply.arena import strength_report as report
+
+    if args.merge:
+        if args.model:
+            raise CommandError("oneply strength: give a model file or --merge, not both", 2)
+        return strength_merge.run(args.merge, args.json)
+    if not args.model:
+        raise CommandError("oneply strength: give a model file (or --merge RUN.json ...)", 2)
 
     runs = [(args.model, 0)]
     if args.search_nodes > 0:
@@ -402,7 +418,7 @@ def run(args: argparse.Namespace) -> int:
             raise CommandError(f"oneply strength: engine unusable: {exc}", 2) from None
         if results[-1].interrupted:
             break
-    print(report.table(results, match.time_control(args)))
+    print(report.table(results, f"oneply strength ({match.time_control(args).describe()})"))
     print(f"  caveat: {CAVEAT}")
     if args.json:
         match.write_json(args.json, report.to_json(results, args, CAVEAT))

@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Any
 
 from oneply.arena import elo
 from oneply.arena.plots import pyplot
-from oneply.arena.settings import TimeControl
 
 if TYPE_CHECKING:
     from oneply.arena.strength import SuiteResult
@@ -53,9 +52,9 @@ def comparison(new: SuiteResult, old: SuiteResult) -> dict[str, Any] | None:
     return out
 
 
-def table(results: list[SuiteResult], tc: TimeControl) -> str:
+def table(results: list[SuiteResult], title: str) -> str:
     """Per model: puzzle bands (argmax / policy), each opponent's W/D/L, the rating."""
-    lines = [f"oneply strength ({tc.describe()})"]
+    lines = [title]
     for result in results:
         lines += ["", f"{result.label}  ({result.seconds:.0f}s)"]
         lines += puzzle_lines(result.puzzles)
