@@ -400,7 +400,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--hours); save after that",
     )
     parser.add_argument("--batch", type=int, default=128)
-    parser.add_argument("--lr", type=float, default=8e-4)
+    parser.add_argument(
+        "--lr",
+        type=float,
+        default=2e-4,
+        help="peak learning rate of the session's restart (default 2e-4: it beat 5e-4 on "
+        "2026-11-26 and tied 1e-4 on 2026-11-26g, docs/STUDIES.md)",
+    )
     parser.add_argument("--no-generate", action="store_true", help="start only the trainer")
     parser.add_argument(
         "--fork",
