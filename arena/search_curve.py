@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from oneply.arena.plots import pyplot
 
 if TYPE_CHECKING:  # the suite runs the points (strength.nodes_curve); this module shows them
-    from oneply.arena.strength import SuiteResult
+    from oneply.arena.suite_result import SuiteResult
 
 
 def _accuracy(result: SuiteResult, kind: str) -> float | None:

@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from oneply.arena.material import Giveaways
-from oneply.arena.strength import OpponentResult, SuiteResult, combined_rating
 from oneply.arena.strength_report import comparison
+from oneply.arena.suite_result import OpponentResult, SuiteResult, combined_rating
 from oneply.engine.errors import CommandError
 
 #: what every run's JSON must hold to be merged (what `oneply strength --json` writes)

@@ -12,7 +12,7 @@ from oneply.arena import elo
 from oneply.arena.plots import pyplot
 
 if TYPE_CHECKING:
-    from oneply.arena.strength import SuiteResult
+    from oneply.arena.suite_result import SuiteResult
 
 
 def rating_text(fit: elo.RatingFit | None) -> str:

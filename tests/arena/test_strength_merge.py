@@ -11,8 +11,8 @@ import pytest
 
 from oneply.arena import strength
 from oneply.arena.material import Giveaways
-from oneply.arena.strength import OpponentResult, SuiteResult, combined_rating
 from oneply.arena.strength_report import to_json
+from oneply.arena.suite_result import OpponentResult, SuiteResult, combined_rating
 from oneply.engine.cli import main as cli_main
 
 
