@@ -17,7 +17,7 @@ from tests.helpers.syzygy import SYZYGY, needs_tables
 from tests.helpers.uci import UCI_CMD, RawEngine
 
 #: dev puzzles that are mates in two (a test fixture, never training data)
-#: (v9 solves the first nine in one pass; it misses the last three, which both searches find)
+#: (v10 solves the first ten in one pass; it misses the last two, which both searches find)
 MATES_IN_TWO = (
     *("0My1q", "1G8hs", "02O2z", "3fYJ4", "2AmTS", "0JCIA", "00eCY", "4CtW2", "0TNEM"),
     *("05VUp", "01czg", "0qxHF"),
