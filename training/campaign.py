@@ -13,6 +13,7 @@ campaign model is stronger (README "Training that accumulates").
 
     oneply train campaign start            # two background processes, logs in runs/campaign/
     oneply train campaign save             # models/campaign/: latest.onnx, ledger.json, PNG
+    oneply train campaign rate --suite RUN.json   # the row's suite games, on the curve too
 
 A change is measured as a paired fork (`start --fork "FIT ARGS"`, training/campaign_fork.py).
 """
@@ -31,6 +32,14 @@ from typing import Any
 from oneply.engine.errors import CommandError
 from oneply.engine.features import GROUPS
 from oneply.engine.model_file import REPO_ROOT
+from oneply.training import campaign_rating
+from oneply.training.campaign_curve import (
+    FIRST_LINEAGE,
+    cumulative,
+    format_point,
+    lineage,
+    plot,
+)
 from oneply.training.campaign_fork import (
     FORK_MODEL,
     ForkRecord,
@@ -246,74 +255,6 @@ def update_ledger(ledger: list[dict], row: dict) -> list[dict]:
     return [*ledger, row]
 
 
-#: the lineage of ledger rows written before rows named theirs: v4 and its warm starts
-FIRST_LINEAGE = "v4"
-
-
-def lineage(row: dict) -> str:
-    """The chain of warm starts a ledger row belongs to."""
-    return str(row.get("lineage", FIRST_LINEAGE))
-
-
-def cumulative(ledger: list[dict]) -> list[dict]:
-    """Per row, its lineage's CPU-hours so far: training, labelling and both.
-
-    Why per lineage: a model trained from scratch (v6) owes nothing to the hours that went
-    into another chain of warm starts, so its curve starts at its own cost, not at theirs."""
-    hours: dict[str, tuple[float, float]] = {}
-    points = []
-    for row in ledger:
-        train, label = hours.get(lineage(row), (0.0, 0.0))
-        train += (row.get("train_seconds") or 0.0) / 3600
-        label += (row.get("label_seconds") or 0.0) / 3600
-        hours[lineage(row)] = (train, label)
-        points.append({**row, "train_h": train, "label_h": label, "total_h": train + label})
-    return points
-
-
-def plot(ledger: list[dict], path: Path) -> None:
-    """Puzzle check and validation loss against cumulative CPU-hours (PNG)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    points = cumulative(ledger)
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
-    for ax, key, title in (
-        (axes[0], "puzzle_check", "dev-puzzle check (argmax, 200 evenly spaced)"),
-        (axes[1], "val_loss", "validation loss (nats)"),
-    ):
-        for name in dict.fromkeys(lineage(p) for p in points):
-            shown = [p for p in points if lineage(p) == name and p.get(key) is not None]
-            for hours, style in (("train_h", "o-"), ("total_h", "s--")):
-                what = "training" if hours == "train_h" else "training + labelling"
-                label = f"{name}: {what} CPU-h"
-                ax.plot([p[hours] for p in shown], [p[key] for p in shown], style, label=label)
-        ax.set_title(title)
-        ax.set_xlabel("cumulative CPU core-hours")
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=8)
-    fig.suptitle("oneply training campaign: strength against CPU-hours")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-
-
-def format_point(point: dict[str, Any]) -> str:
-    """One ledger row with the campaign's hours so far, for the terminal."""
-
-    def shown(key: str, pattern: str) -> str:
-        value = point.get(key)
-        return "–" if value is None else format(value, pattern)
-
-    return (
-        f"{lineage(point):<4} {point['session']:<16} seen {shown('positions_seen', ',')}  "
-        f"train {point['train_h']:.2f} h  label {point['label_h']:.2f} h  "
-        f"val loss {shown('val_loss', '.3f')}  puzzle check {shown('puzzle_check', '.1%')}"
-    )
-
-
 def export_run(run: Path, path: Path) -> None:
     """A run's EMA weights as a oneply ONNX file, its training summary in the metadata."""
     from oneply.training.export import export_model, load_checkpoint_model
@@ -383,7 +324,7 @@ def save(args: argparse.Namespace) -> int:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("action", choices=("start", "save"))
+    parser.add_argument("action", choices=("start", "save", "rate"))
     parser.add_argument("--data", default="data/campaign", help="generate directory (fresh)")
     parser.add_argument("--out", default="runs/campaign", help="the fit run's directory")
     parser.add_argument(
@@ -476,7 +417,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="training CPU-seconds instead of what the trainer recorded (its process-tree "
         "CPU; a run resumed from an older checkpoint has only its wall-clock step time)",
     )
+    parser.add_argument(
+        "--suite",
+        nargs="+",
+        metavar="RUN.json",
+        help="rate: `oneply strength --json` runs of the row's model (--session, default the "
+        "last row); their games are added to the row and the curve's rating panel",
+    )
+    parser.add_argument(
+        "--as-baseline",
+        action="store_true",
+        help="rate: the row's model is the runs' baseline (e.g. the bundled model's games "
+        "beside a campaign model)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.action == "rate":
+        ledger = Path(args.ledger)
+        return campaign_rating.rate(args, ledger / LEDGER, ledger / PLOT)
     return start(args) if args.action == "start" else save(args)

@@ -21,7 +21,7 @@ STEPS: dict[str, tuple[str, str]] = {
     "fit": ("oneply.training.fit", "train the transformer on annotated shards"),
     "curve": ("oneply.training.curve", "a model's strength against the samples it saw"),
     "ablate": ("oneply.training.ablation", "sample-efficiency table: variants, one budget"),
-    "campaign": ("oneply.training.campaign", "the background run of every session: start, save"),
+    "campaign": ("oneply.training.campaign", "the run of every session: start, save, rate"),
     "all": ("oneply.training.pipeline", "positions → annotate → fit → export → eval, resumably"),
 }
 
