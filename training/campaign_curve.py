@@ -69,13 +69,14 @@ def plot(ledger: list[dict], path: Path) -> None:
     import matplotlib.pyplot as plt
 
     points = cumulative(ledger)
+    names = list(dict.fromkeys(lineage(p) for p in points))  # one pair of colours each, all panels
     fig, axes = plt.subplots(1, len(PANELS), figsize=(16, 4.4))
     for ax, (key, title) in zip(axes, PANELS, strict=True):
-        for name in dict.fromkeys(lineage(p) for p in points):
+        for index, name in enumerate(names):
             shown = [(p, v) for p in points if lineage(p) == name and (v := _value(p, key))]
             if not shown:
                 continue
-            for hours, style in (("train_h", "o-"), ("total_h", "s--")):
+            for shade, (hours, style) in enumerate((("train_h", "o-"), ("total_h", "s--"))):
                 what = "training" if hours == "train_h" else "training + labelling"
                 ax.errorbar(
                     [p[hours] for p, _ in shown],
@@ -83,6 +84,7 @@ def plot(ledger: list[dict], path: Path) -> None:
                     yerr=[e for _, (_, e) in shown] if key == "suite" else None,
                     fmt=style,
                     capsize=3,
+                    color=f"C{2 * index + shade}",
                     label=f"{name}: {what} CPU-h",
                 )
         ax.set_title(title, fontsize=10)
