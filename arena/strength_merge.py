@@ -31,16 +31,18 @@ REQUIRED = ("model", "opponents", "settings")
 SAME_SETTINGS = ("time_control", "levels")
 
 
-def read_run(path: Path) -> dict[str, Any]:
-    """One run's JSON, checked to be a `oneply strength --json` file."""
+def read_run(path: Path, command: str = "oneply strength --merge") -> dict[str, Any]:
+    """One run's JSON, checked to be a `oneply strength --json` file.
+
+    `command` heads the error message: the user sees the command they typed.
+    """
     try:
         data = json.loads(path.read_text())
     except (OSError, ValueError) as error:
-        raise CommandError(f"oneply strength --merge: cannot read {path}: {error}", 2) from None
+        raise CommandError(f"{command}: cannot read {path}: {error}", 2) from None
     if not isinstance(data, dict) or any(key not in data for key in REQUIRED):
         raise CommandError(
-            f"oneply strength --merge: {path} is not a results file of `oneply strength --json`",
-            2,
+            f"{command}: {path} is not a results file of `oneply strength --json`", 2
         )
     return data
 

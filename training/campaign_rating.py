@@ -27,6 +27,8 @@ from oneply.arena.suite_result import SuiteResult
 from oneply.engine.errors import CommandError
 from oneply.training.campaign_curve import cumulative, format_point, plot
 
+COMMAND = "oneply train campaign rate"
+
 
 def side_of(data: dict[str, Any], as_baseline: bool, path: Path) -> dict[str, Any]:
     """The part of a run's JSON that holds the row's model: the run itself or its baseline."""
@@ -35,8 +37,7 @@ def side_of(data: dict[str, Any], as_baseline: bool, path: Path) -> dict[str, An
     baseline = data.get("baseline")
     if not isinstance(baseline, dict):
         raise CommandError(
-            f"oneply train campaign rate: {path} has no baseline; drop --as-baseline to count "
-            "its model's games",
+            f"{COMMAND}: {path} has no baseline; drop --as-baseline to count its model's games",
             2,
         )
     return baseline
@@ -58,14 +59,14 @@ def check_run(path: Path, data: dict[str, Any], time_control: str | None) -> Non
     """Refuse a run the curve cannot compare: look-ahead, another clock, a run counted already."""
     if int(data.get("search_nodes") or 0):
         raise CommandError(
-            f"oneply train campaign rate: {path} played with look-ahead "
+            f"{COMMAND}: {path} played with look-ahead "
             f"({data['search_nodes']} nodes); the campaign's curve is the searchless network's",
             2,
         )
     clock = data["settings"].get("time_control")
     if time_control is not None and clock != time_control:
         raise CommandError(
-            f"oneply train campaign rate: {path} played at {clock}, the ledger's suite games at "
+            f"{COMMAND}: {path} played at {clock}, the ledger's suite games at "
             f"{time_control}; ratings at other clocks are not on one scale",
             2,
         )
@@ -94,7 +95,7 @@ def rated(row: dict, paths: list[Path], as_baseline: bool, clock: str | None) ->
     results = [r for r in [recorded(suite)] if r is not None]
     side = "baseline" if as_baseline else "model"
     for path in paths:
-        data = read_run(path)
+        data = read_run(path, COMMAND)
         check_run(path, data, clock)
         clock = clock or data["settings"].get("time_control")
         games = suite_result(side_of(data, as_baseline, path))
@@ -102,7 +103,7 @@ def rated(row: dict, paths: list[Path], as_baseline: bool, clock: str | None) ->
         key = (record["seed"], side, record["model"])
         if any((r.get("seed"), r.get("side"), r.get("model")) == key for r in runs):
             raise CommandError(
-                f"oneply train campaign rate: row {row['session']} counts {path}'s games already "
+                f"{COMMAND}: row {row['session']} counts {path}'s games already "
                 f"(seed {record['seed']}, {side} {record['model']})",
                 2,
             )
@@ -110,7 +111,7 @@ def rated(row: dict, paths: list[Path], as_baseline: bool, clock: str | None) ->
         results.append(games)
     total = add_up(results)
     if total.rating is None:
-        raise CommandError(f"oneply train campaign rate: {paths[0]} holds no games", 2)
+        raise CommandError(f"{COMMAND}: {paths[0]} holds no games", 2)
     return {
         "time_control": clock,
         "runs": runs,
@@ -135,13 +136,13 @@ def rate(args: argparse.Namespace, ledger_path: Path, plot_path: Path) -> int:
     if not args.suite:
         raise CommandError("oneply train campaign rate: name the runs: --suite RUN.json ...", 2)
     if not ledger_path.is_file():
-        raise CommandError(f"oneply train campaign rate: no ledger at {ledger_path}", 2)
+        raise CommandError(f"{COMMAND}: no ledger at {ledger_path}", 2)
     ledger = json.loads(ledger_path.read_text())
     names = [row.get("session") for row in ledger]
     session = args.session or names[-1]
     if session not in names:
         raise CommandError(
-            f"oneply train campaign rate: no row {session!r} in {ledger_path} (rows: "
+            f"{COMMAND}: no row {session!r} in {ledger_path} (rows: "
             f"{', '.join(str(n) for n in names)})",
             2,
         )

@@ -116,6 +116,6 @@ def test_runs_the_curve_cannot_compare_are_refused(tmp_path: Path) -> None:
             str(write_run(tmp_path / "r4.json", result, seed=4)),
         )
     (tmp_path / "other.json").write_text(json.dumps({"session": "a"}))
-    with pytest.raises(CommandError, match="not a results file"):
+    with pytest.raises(CommandError, match="campaign rate: .* not a results file"):
         rate(ledger, "--suite", str(tmp_path / "other.json"))
     assert (ledger / campaign.LEDGER).read_text() == before  # nothing half-written
