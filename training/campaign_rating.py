@@ -134,7 +134,7 @@ def rated(row: dict, paths: list[Path], as_baseline: bool, clock: str | None) ->
 def rate(args: argparse.Namespace, ledger_path: Path, plot_path: Path) -> int:
     """Add the suite runs to one ledger row (default: the last), then redraw the curve."""
     if not args.suite:
-        raise CommandError("oneply train campaign rate: name the runs: --suite RUN.json ...", 2)
+        raise CommandError(f"{COMMAND}: name the runs: --suite RUN.json ...", 2)
     if not ledger_path.is_file():
         raise CommandError(f"{COMMAND}: no ledger at {ledger_path}", 2)
     ledger = json.loads(ledger_path.read_text())
