@@ -331,7 +331,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--ledger", default=str(LEDGER_DIR), help="committed weights, ledger and curve"
     )
     parser.add_argument("--count", type=int, default=3_000_000, help="positions to label")
-    parser.add_argument("--depth", type=int, default=2, help="Stockfish depth of the labels")
+    parser.add_argument(
+        "--depth",
+        type=int,
+        default=4,
+        help="Stockfish depth of the labels (4 since v11: its depth-4 row beat depth 2 in games)",
+    )
     parser.add_argument("--seed", type=int, help="generate seed (default: today's date)")
     parser.add_argument("--steps", type=int, default=30_000, help="with --hours: the most")
     parser.add_argument(

@@ -174,7 +174,19 @@ def test_a_fork_on_deeper_labels_has_its_own_generate_and_reads_only_its_labels(
     tmp_path: Path,
 ) -> None:
     data, out = str(tmp_path / "fresh"), str(tmp_path / "runs" / "campaign")
-    argv = ["start", "--data", data, "--out", out, "--seed", "9", "--fork-depth", "4"]
+    argv = [
+        "start",
+        "--data",
+        data,
+        "--out",
+        out,
+        "--seed",
+        "9",
+        "--depth",
+        "2",
+        "--fork-depth",
+        "4",
+    ]
     commands = campaign.start_commands(_args(*argv))
     control, fork, deep = commands["fit"], commands["fork"], commands["fork-generate"]
     own = str(tmp_path / "fresh-fork")
@@ -231,7 +243,8 @@ def test_start_refuses_a_run_an_earlier_session_saved_and_data_of_another_seed(
     out.mkdir()
     (out / "checkpoint.pt").write_bytes(b"finished")
     (out / campaign.SAVED).write_text(json.dumps({"session": "2026-11-25", "step": 4000}))
-    argv = ["start", "--out", str(out), "--data", str(data), "--seed", "2", "--no-generate"]
+    argv = ["start", "--out", str(out), "--data", str(data), "--seed", "2", "--depth", "2"]
+    argv.append("--no-generate")
     with pytest.raises(CommandError, match=f"mv {out} {out}-2026-11-25"):
         campaign.run(_args(*argv, "--session", "2026-11-26"))
     campaign.check_unfinished(out, "2026-11-25")  # the same session resumes its own run
