@@ -355,7 +355,7 @@ class Bot:
                 target=self._play, args=(game,), name=f"game-{game_id}", daemon=True
             )
             self.games[game_id] = (game, thread)
-        thread.start()
+            thread.start()  # under the lock: a shutdown never finds it registered, unstarted
 
     def _play(self, game: Game) -> None:
         try:

@@ -24,8 +24,6 @@ from oneply.training.stockfish_scorer import StockfishScorer
 from tests.conftest import REPO, stockfish_path
 from tests.helpers.training import run_generate
 
-CAMPAIGN_MODEL = REPO / "models" / "campaign" / "latest.onnx"
-
 
 def _games(player: GamePlayer, numbers: list[int]) -> dict[int, list[Record]]:
     return {n: list(player.play(n)) for n in numbers}
@@ -83,7 +81,9 @@ def test_a_share_without_a_learner_is_refused_by_the_player() -> None:
         GamePlayer(GameSettings(learner_share=0.5), None, [], [])  # type: ignore[arg-type]
 
 
-def test_generate_records_its_learner_and_resumes_only_with_the_same_file(tmp_path: Path) -> None:
+def test_generate_records_its_learner_and_resumes_only_with_the_same_file(
+    tmp_path: Path, tiny_onnx: Path
+) -> None:
     plain, learnt = tmp_path / "plain", tmp_path / "learnt"
     run_generate(plain, 40)
     game = json.loads((plain / "manifest.json").read_text())["settings"]["game"]
@@ -100,7 +100,7 @@ def test_generate_records_its_learner_and_resumes_only_with_the_same_file(tmp_pa
     shutil.copy(BUNDLED_MODEL, moved)
     assert run_generate(learnt, 60, "--learner", str(moved))["positions"] == 60
     other = tmp_path / BUNDLED_MODEL.name  # another model under the same name does not
-    shutil.copy(CAMPAIGN_MODEL, other)
+    shutil.copy(tiny_onnx, other)  # (the campaign's latest is the bundled file after a release)
     with pytest.raises(SourceError, match="other settings"):
         run_generate(learnt, 80, "--learner", str(other))
 
