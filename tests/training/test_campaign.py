@@ -174,19 +174,8 @@ def test_a_fork_on_deeper_labels_has_its_own_generate_and_reads_only_its_labels(
     tmp_path: Path,
 ) -> None:
     data, out = str(tmp_path / "fresh"), str(tmp_path / "runs" / "campaign")
-    argv = [
-        "start",
-        "--data",
-        data,
-        "--out",
-        out,
-        "--seed",
-        "9",
-        "--depth",
-        "2",
-        "--fork-depth",
-        "4",
-    ]
+    argv = ["start", "--data", data, "--out", out, "--seed", "9"]
+    argv += ["--depth", "2", "--fork-depth", "4"]  # labels deeper than the campaign's own
     commands = campaign.start_commands(_args(*argv))
     control, fork, deep = commands["fit"], commands["fork"], commands["fork-generate"]
     own = str(tmp_path / "fresh-fork")
