@@ -334,8 +334,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--depth",
         type=int,
-        default=4,
-        help="Stockfish depth of the labels (4 since v11: its depth-4 row beat depth 2 in games)",
+        default=6,
+        help="Stockfish depth of the labels (6 since v12: its depth-6 row beat depth 4 in games)",
     )
     parser.add_argument("--seed", type=int, help="generate seed (default: today's date)")
     parser.add_argument("--steps", type=int, default=30_000, help="with --hours: the most")
