@@ -364,6 +364,18 @@ def finished(out: Path) -> list[dict[str, Any]]:
     return rows
 
 
+def shared_val_loss(row: dict[str, Any]) -> float | None:
+    """The row's loss on the table's one validation split (that of the every-move depth-2 data).
+
+    `val_loss` is the fit's own, on a split of the data the row learns from: the same split for
+    most rows, but the depth rows learn from (and the fit measures on) other labels, so the table
+    compares the evaluation's `log_loss` on the shared split; rows written before it was kept
+    fall back to the fit's.
+    """
+    shared = row.get("log_loss")
+    return row["val_loss"] if shared is None else shared
+
+
 def _cell(value: float | None, pattern: str) -> str:
     return "–" if value is None else format(value, pattern)
 
@@ -384,7 +396,7 @@ def markdown(rows: list[dict[str, Any]]) -> str:
         lines.append(
             f"| {r['variant']} | {r['what']} | {r['parameters'] / 1e6:.2f}M "
             f"| {r['steps']} x {r['batch']} | {r['train_seconds']:.0f} "
-            f"| {_cell(r.get('label_cpu_seconds'), '.0f')} | {_cell(r['val_loss'], '.3f')} "
+            f"| {_cell(r.get('label_cpu_seconds'), '.0f')} | {_cell(shared_val_loss(r), '.3f')} "
             f"| {_cell(r['accuracy'], '.1%')} "
             f"| {_cell(r['kendall_tau'], '.3f')} | {_cell(r['puzzles'], '.1%')} | {greedy} "
             f"| {skill} |"
@@ -401,7 +413,7 @@ def plot(rows: list[dict[str, Any]], path: Path) -> None:
 
     names = [r["variant"] for r in rows]
     panels = (
-        ("val loss (nats, lower is better)", [r["val_loss"] or 0.0 for r in rows]),
+        ("val loss (nats, lower is better)", [shared_val_loss(r) or 0.0 for r in rows]),
         ("dev puzzles, argmax", [r["puzzles"] or 0.0 for r in rows]),
         ("score vs greedy", [(r["greedy"] or {}).get("score", 0.0) for r in rows]),
     )

@@ -158,3 +158,14 @@ def test_each_row_learns_from_the_labels_it_needs(tmp_path: Path) -> None:
     assert row(ablation.variant_named("bc"), [all2, all4]) == [all2]  # targets from every move
     with pytest.raises(ablation.CommandError, match="generate --depth 6"):
         row(ablation.variant_named("depth-6"), dirs)
+
+
+def test_the_table_compares_every_row_on_the_shared_validation_split() -> None:
+    """A depth row's fit measures itself on its own labels; the table shows the shared split."""
+    base = {"what": "w", "parameters": 1e6, "steps": 1, "batch": 128, "train_seconds": 1.0}
+    base |= {"accuracy": 0.25, "kendall_tau": 0.3, "puzzles": 0.2, "greedy": None, "skill0": None}
+    depth = base | {"variant": "depth-6", "val_loss": 3.657, "log_loss": 3.789}
+    older = base | {"variant": "facts", "val_loss": 3.695}  # written before log_loss was kept
+    table = ablation.markdown([depth, older])
+    assert "| 3.789 |" in table and "3.657" not in table
+    assert "| 3.695 |" in table
