@@ -59,6 +59,7 @@ from oneply.training.campaign_guards import (
     check_unfinished,
     row_name,
 )
+from oneply.training.dataset import find_shards
 
 LEDGER_DIR = REPO_ROOT / "models" / "campaign"
 LATEST = "latest.onnx"
@@ -178,11 +179,15 @@ def start(args: argparse.Namespace) -> int:
 
 
 def label_totals(data: Path) -> dict[str, Any]:
-    """Positions labelled in a generate directory, and their CPU-seconds where shards say."""
+    """Positions labelled under a data directory, and their CPU-seconds where shards say.
+
+    Every shard the trainer reads counts, nested ones too (`find_shards`): labels made
+    elsewhere, on a lent device say, and copied into a subfolder for `fit --follow` to find
+    are part of the session's labelling cost."""
     positions, seconds, timed = 0, 0.0, 0
     depths = set()
-    for meta_path in sorted(data.glob("*/meta.json")):
-        meta = json.loads(meta_path.read_text())
+    for shard in find_shards(data) if data.exists() else []:
+        meta = json.loads((shard / "meta.json").read_text())
         positions += int(meta.get("count", 0))
         if "worker_seconds" in meta:
             seconds += float(meta["worker_seconds"])

@@ -7,6 +7,7 @@ import argparse
 import datetime
 import json
 import os
+import shutil
 import sys
 from pathlib import Path
 
@@ -83,6 +84,11 @@ def test_generate_records_the_labelling_cpu_of_every_shard(tmp_path: Path) -> No
     assert totals["seconds"] > 0 and totals["depths"] == {1}
     metas = [json.loads(path.read_text()) for path in out.glob("*/meta.json")]
     assert {meta["worker_clock"] for meta in metas} == {"cpu"}  # not wall time x workers
+    # labels made elsewhere and copied into a subfolder, where fit --follow reads them, count
+    shutil.copytree(out, out / "device-stock", ignore=shutil.ignore_patterns("device-stock"))
+    nested = campaign.label_totals(out)
+    assert nested["positions"] == 2 * totals["positions"]
+    assert nested["seconds"] == pytest.approx(2 * totals["seconds"])
 
 
 def test_ledger_rows_replace_their_session_and_hours_accumulate() -> None:
