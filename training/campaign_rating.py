@@ -43,13 +43,26 @@ def side_of(data: dict[str, Any], as_baseline: bool, path: Path) -> dict[str, An
     return baseline
 
 
+def portable(model: str) -> str:
+    """The model's path as the committed ledger may keep it: relative to the working directory
+    when it lies inside it, else its file name (a path of this machine means nothing on the next
+    one, and the shipped files hold no machine paths)."""
+    path = Path(model)
+    if not path.is_absolute():
+        return model
+    try:
+        return str(path.relative_to(Path.cwd()))
+    except ValueError:
+        return path.name
+
+
 def run_record(path: Path, data: dict[str, Any], games: SuiteResult, side: str) -> dict[str, Any]:
     """What the row keeps of one run: where it came from and what it rated alone."""
     return {
         "file": path.name,
         "seed": data["settings"].get("seed"),
         "side": side,
-        "model": games.model,
+        "model": portable(games.model),
         "rating": games.rating.rating if games.rating else None,
         "pm": games.rating.pm if games.rating else None,
     }

@@ -93,6 +93,21 @@ def test_the_row_can_be_the_runs_baseline(tmp_path: Path) -> None:
         rate(ledger, "--session", "a", "--as-baseline", "--suite", str(alone))
 
 
+def test_the_committed_ledger_keeps_no_path_of_this_machine(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "runs").mkdir()
+    inside, outside = str(tmp_path / "runs" / "m.onnx"), "/elsewhere/27f.onnx"
+    ledger = _ledger(tmp_path)
+    run = write_run(tmp_path / "r.json", _result(inside, {"sf-skill0": (40, 0, 60)}))
+    rows = rate(ledger, "--session", "a", "--suite", str(run))
+    far = write_run(tmp_path / "f.json", _result(outside, {"sf-skill0": (1, 0, 9)}), seed=2)
+    rows = rate(ledger, "--session", "b", "--suite", str(far))
+    assert rows[0]["suite"]["runs"][0]["model"] == "runs/m.onnx"
+    assert rows[1]["suite"]["runs"][0]["model"] == "27f.onnx"
+
+
 def test_runs_the_curve_cannot_compare_are_refused(tmp_path: Path) -> None:
     ledger = _ledger(tmp_path)
     result = _result("b.onnx", {"sf-skill0": (30, 10, 60)})
