@@ -53,6 +53,7 @@ class TrainConfig:
     init: str = ""  # warm start: an ONNX model file or a checkpoint (weights only)
     follow: bool = False  # pick up shards that appear in the data directories while training
     rescan_every: int = 50  # steps between looks for new shards (--follow)
+    max_passes: float = 0.0  # --follow: wait for shards rather than read known ones more (0: off)
     loader_workers: int = 0  # processes making batches ahead (training/batch_loader.py)
     puzzles: str = ""  # puzzle CSV checked (plain argmax) at every evaluation; "" = none
     eval_puzzles: int = 200  # evenly spaced puzzles of that file per check

@@ -16,7 +16,7 @@ Each shard is opened once (:class:`ShardViews`): a rescan reads only the new one
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -31,6 +31,8 @@ from oneply.training.device import Dist
 
 #: seconds between looks at an empty data directory in --follow mode
 POLL_SECONDS = 2.0
+#: --max-passes: seconds without a new shard after which the generator is taken to have stopped
+STALL_SECONDS = 900.0
 
 
 @dataclass
@@ -100,6 +102,7 @@ class DataFeed:
         self.train = self.val = Positions([])
         self.order: BatchOrder | None = None
         self.excluded_positions = 0
+        self.stalled = False  # --max-passes: the generator stopped, the limit is off
 
     # ------------------------------------------------------------------ building
 
@@ -197,9 +200,10 @@ class DataFeed:
             total += len(dataset)
         return Positions(parts)
 
-    def rescan(self, step: int) -> bool:
-        """--follow: at every rescan_every-th step, start a new segment if shards appeared."""
-        if not self.config.follow or step % max(1, self.config.rescan_every):
+    def rescan(self, step: int, now: bool = False) -> bool:
+        """--follow: at every rescan_every-th step (any step when `now`), start a new segment
+        if shards appeared."""
+        if not self.config.follow or (not now and step % max(1, self.config.rescan_every)):
             return False
         known = self.segments[-1].shards
         seen = set(known)
@@ -209,6 +213,47 @@ class DataFeed:
         self.segments.append(Segment(step, known + new))
         self._build()
         return True
+
+    # ------------------------------------------------------------------ throttle
+
+    def passes(self, steps: int) -> float:
+        """How many times `steps` steps of this run read the training positions known now."""
+        return steps * self.config.batch * self.info.world / max(1, len(self.train))
+
+    def wait_for_fresh(
+        self, step: int, time_up: Callable[[], bool], say: Callable[[str], None]
+    ) -> tuple[bool, float]:
+        """--max-passes: before `step`, wait for the generator while that step would read the
+        known positions more than max_passes times in all; (new segment?, seconds waited).
+
+        Why: a session's trainer is three times faster than the depth-6 labeller beside it,
+        and a trainer that loops fits its few fresh positions and loses on held-out ones
+        (2026-11-27g: 3.8 passes, own validation −0.033 nats, the judge +0.017). Waiting
+        leaves the core to the labeller and the other work instead. The wait ends at the
+        run's deadline (`time_up`) or when no shard has appeared for STALL_SECONDS (the
+        generator has stopped: the run then reads what it has, as without the limit).
+        """
+        limit = self.config.max_passes
+        if limit <= 0 or self.stalled or self.passes(step + 1) <= limit:
+            return False, 0.0
+        began = last_new = time.monotonic()
+        new = False
+        say(
+            f"step {step}: {self.passes(step):.2f} passes over {len(self.train):,} positions, "
+            "waiting for new shards"
+        )
+        while self.passes(step + 1) > limit and not time_up():
+            if time.monotonic() - last_new > STALL_SECONDS:
+                self.stalled = True
+                say(
+                    f"step {step}: no new shard for {STALL_SECONDS:.0f} s, "
+                    "reading the known positions again"
+                )
+                break
+            time.sleep(POLL_SECONDS)
+            if self.rescan(step, now=True):
+                new, last_new = True, time.monotonic()
+        return new, time.monotonic() - began
 
     # ------------------------------------------------------------------ reading
 

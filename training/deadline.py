@@ -36,6 +36,10 @@ class Deadline:
         self.first_step = step
         self.paced_from: tuple[int, float] | None = None  # (step, time) once warm
 
+    def over(self) -> bool:
+        """Whether the wall-clock time is up."""
+        return self.clock() >= self.end
+
     def steps(self, step: int) -> int:
         """The step count to aim at, `step` steps done: the cap until the pace is known, `step`
         itself once the time is up (the run ends), else where the pace reaches the deadline."""

@@ -42,6 +42,7 @@ import contextlib
 import json
 import os
 import time
+from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 from typing import cast
@@ -104,6 +105,8 @@ def train(config: TrainConfig, resume: bool = True, quiet: bool = False) -> dict
     info, device = init_distributed(config.device)
     if config.hours > 0 and info.world > 1:  # each rank would re-plan its own last step
         raise CommandError("--hours trains in one process; give --steps to a distributed run")
+    if config.max_passes > 0 and (info.world > 1 or not config.follow):  # ranks wait apart
+        raise CommandError("--max-passes waits for a generator: it needs --follow and one process")
     out = Path(config.out)
     bf16 = config.bf16 and bf16_supported(device)
     checkpoint = None
@@ -163,6 +166,16 @@ def train(config: TrainConfig, resume: bool = True, quiet: bool = False) -> dict
     state.model.train()
     loader = BatchLoader(feed, model_config.features, config.loader_workers)
     while state.step < config.steps:
+        if config.max_passes > 0:
+            new_data, waited = feed.wait_for_fresh(state.step, time_up(deadline), bar.write)
+            clock += waited  # waiting is not training time
+            if new_data:
+                loader.restart(state.step)
+                summary.update(data_summary(feed))
+                if info.main:
+                    append_metrics(out / METRICS, feed.describe(state.step))
+            if deadline is not None and deadline.over():  # this step is the last
+                config.steps = bar.total = state.step + 1
         batch = loader.next(state.step)
         loss, hits = train_step(ddp, state, batch.to(device), config, device, bf16, info)
         state.seen += batch.action_values * info.world
@@ -219,6 +232,11 @@ def train(config: TrainConfig, resume: bool = True, quiet: bool = False) -> dict
         dist.barrier()
         dist.destroy_process_group()
     return summary
+
+
+def time_up(deadline: Deadline | None) -> Callable[[], bool]:
+    """Whether a waiting run has reached its --hours deadline (never without one)."""
+    return deadline.over if deadline is not None else lambda: False
 
 
 def check_puzzles(config: TrainConfig) -> list:
@@ -302,6 +320,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--rescan-every", type=int, default=d.rescan_every, help="steps between looks (--follow)"
+    )
+    parser.add_argument(
+        "--max-passes",
+        type=float,
+        default=d.max_passes,
+        metavar="P",
+        help="--follow: wait for new shards rather than read the known positions more than P "
+        "times in all (0: never wait); a trainer faster than its generator then leaves the core "
+        "to it (2026-11-27g: 3.8 passes over fresh data lost 0.017 nats on held-out positions)",
     )
     parser.add_argument(
         "--loader-workers",

@@ -44,6 +44,7 @@ def test_start_resumes_from_the_committed_weights_else_the_bundled_model(tmp_pat
     assert generate[generate.index("--depth") + 1] == "3" and "--seed" in generate
     assert generate[generate.index("--workers") + 1] == "1"  # one core labels, one trains
     assert float(fit_command[fit_command.index("--rank-weight") + 1]) == campaign.RANK_WEIGHT > 0
+    assert float(fit_command[fit_command.index("--max-passes") + 1]) == campaign.MAX_PASSES > 0
     assert "--hours" not in fit_command  # a step count unless the session's length is given
     timed = campaign.start_commands(_args("start", "--ledger", str(ledger), "--hours", "2.5"))
     assert timed["fit"][timed["fit"].index("--hours") + 1] == "2.5"
