@@ -4,6 +4,7 @@ fit` command line and a fast `train generate` run. Importing it needs no torch."
 from __future__ import annotations
 
 import sys
+import threading
 from argparse import ArgumentParser, Namespace
 from pathlib import Path
 from typing import Any
@@ -75,3 +76,21 @@ def run_generate(out: Path, count: int, *extra: str) -> dict[str, Any]:
     """A fast `train generate` run of ``count`` positions into ``out``; its summary."""
     args = generate_args("--out", str(out), "--count", str(count), *FAST, *extra)
     return generate.run_generate(args)
+
+
+def train_in_background(cfg: TrainConfig) -> tuple[threading.Thread, list[BaseException]]:
+    """`fit.train(cfg)` in a started thread, for a run that waits on data the test writes; the
+    list collects what it raised, for the test to assert empty after joining."""
+    from oneply.training import fit  # torch, imported only by the tests that train
+
+    errors: list[BaseException] = []
+
+    def train() -> None:
+        try:
+            fit.train(cfg, quiet=True)
+        except BaseException as error:  # noqa: BLE001 - re-raised in the test thread
+            errors.append(error)
+
+    trainer = threading.Thread(target=train, daemon=True)
+    trainer.start()
+    return trainer, errors

@@ -42,7 +42,12 @@ from oneply.training.model import PRESETS, ActionValueModel  # noqa: E402
 from oneply.training.warm_start import run_architecture  # noqa: E402
 from tests.conftest import REPO  # noqa: E402
 from tests.helpers.model_helpers import scores_by_move  # noqa: E402
-from tests.helpers.training import config, fit_command, make_shard  # noqa: E402
+from tests.helpers.training import (  # noqa: E402
+    config,
+    fit_command,
+    make_shard,
+    train_in_background,
+)
 
 BOARDS = [
     chess.Board(),
@@ -225,16 +230,7 @@ def test_follow_picks_up_a_shard_written_mid_run(tmp_path: Path) -> None:
     out = tmp_path / "run"
     cfg = config(data, out, steps=150, follow=True, rescan_every=5, checkpoint_every=5)
     cfg = dataclasses.replace(cfg, eval_every=1000, log_every=5)
-    errors: list[BaseException] = []
-
-    def train() -> None:
-        try:
-            fit.train(cfg, quiet=True)
-        except BaseException as error:  # noqa: BLE001 - re-raised in the test thread
-            errors.append(error)
-
-    trainer = threading.Thread(target=train)
-    trainer.start()
+    trainer, errors = train_in_background(cfg)
     deadline = time.monotonic() + 120
     while not (out / CHECKPOINT).exists() and trainer.is_alive() and time.monotonic() < deadline:
         time.sleep(0.005)

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from oneply.engine.errors import CommandError
-from tests.helpers.training import config, make_shard
+from tests.helpers.training import config, make_shard, train_in_background
 
 torch = pytest.importorskip("torch")
 
@@ -39,20 +39,6 @@ def throttled(data: Path, out: Path, **changes: object) -> TrainConfig:
     return config(data, out, **{**base, **changes})
 
 
-def start(cfg: TrainConfig) -> tuple[threading.Thread, list[BaseException]]:
-    errors: list[BaseException] = []
-
-    def train() -> None:
-        try:
-            fit.train(cfg, quiet=True)
-        except BaseException as error:  # noqa: BLE001 - re-raised in the test thread
-            errors.append(error)
-
-    trainer = threading.Thread(target=train, daemon=True)
-    trainer.start()
-    return trainer, errors
-
-
 def steps_allowed(cfg: TrainConfig) -> int:
     """The steps of `cfg` that read the shards there now at most max_passes times."""
     feed = DataFeed(cfg, Dist())
@@ -77,7 +63,7 @@ def test_a_throttled_run_waits_for_each_new_shard(tmp_path: Path) -> None:
     out = tmp_path / "run"
     cfg = throttled(data, out, steps=12)
     first = steps_allowed(cfg)
-    trainer, errors = start(cfg)
+    trainer, errors = train_in_background(cfg)
     settles_at(out, first, trainer)  # one pass over the first shard, then a wait
     make_shard(data, SHARD, seed=1, name="chunk-000001")
     second = steps_allowed(cfg)
@@ -103,7 +89,7 @@ def test_a_waiting_run_ends_at_its_deadline(
     out = tmp_path / "run"
     cfg = throttled(data, out, steps=100, hours=1.0)
     first = steps_allowed(cfg)
-    trainer, errors = start(cfg)
+    trainer, errors = train_in_background(cfg)
     settles_at(out, first, trainer)
     now[0] = 3601.0  # the hour is up while it waits: one last step, annealed, then saved
     trainer.join(timeout=120)
@@ -119,7 +105,7 @@ def test_a_stopped_generator_lifts_the_limit(
     out = tmp_path / "run"
     cfg = throttled(data, out, steps=10)
     assert steps_allowed(cfg) < 5
-    trainer, errors = start(cfg)
+    trainer, errors = train_in_background(cfg)
     trainer.join(timeout=120)
     assert not errors, errors
     assert saved_step(out / CHECKPOINT) == 10  # over three passes after all
