@@ -44,6 +44,7 @@ class TrainConfig:
     val_positions: int = 2048
     eval_every: int = 200
     checkpoint_every: int = 200
+    checkpoint_minutes: float = 10.0  # also save once this much wall clock passed (0: steps only)
     log_every: int = 10
     seed: int = 0
     bf16: bool = True

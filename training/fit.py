@@ -14,7 +14,7 @@ One readable loop (nanoGPT style)::
         every --eval-every steps: validation loss / accuracy on the `val` split and the
                                   dev-puzzle check (EMA weights), into metrics and the plot
         every --rescan-every steps (--follow): new shards start a new data segment
-        every --checkpoint-every steps: atomic checkpoint (exact resume)
+        every --checkpoint-every steps or --checkpoint-minutes: atomic checkpoint (exact resume)
 
 Batches are measured in *positions*. ``shared`` (the default layout) puts all of a position's
 legal moves in one sequence, padded to the batch's widest position with move id -1 and masked
@@ -57,7 +57,13 @@ from oneply.engine.errors import CommandError
 from oneply.engine.features import ADOPTED_GROUPS, GROUPS
 from oneply.training.batch_loader import BatchLoader
 from oneply.training.batches import Batch
-from oneply.training.checkpoints import State, build_state, save_checkpoint, trim_metrics
+from oneply.training.checkpoints import (
+    SaveSchedule,
+    State,
+    build_state,
+    save_checkpoint,
+    trim_metrics,
+)
 from oneply.training.config import CHECKPOINT, METRICS, PLOT, TrainConfig
 from oneply.training.cpu_clock import CpuMeter
 from oneply.training.data_feed import DataFeed
@@ -165,6 +171,7 @@ def train(config: TrainConfig, resume: bool = True, quiet: bool = False) -> dict
     cpu = CpuMeter(state.cpu_seconds or 0.0) if measured else None
     state.model.train()
     loader = BatchLoader(feed, model_config.features, config.loader_workers)
+    saves = SaveSchedule(config.checkpoint_every, config.checkpoint_minutes)
     while state.step < config.steps:
         if config.max_passes > 0:
             new_data, waited = feed.wait_for_fresh(state.step, time_up(deadline), bar.write)
@@ -215,9 +222,10 @@ def train(config: TrainConfig, resume: bool = True, quiet: bool = False) -> dict
             if info.main:
                 append_metrics(out / METRICS, feed.describe(step))
                 bar.write(f"step {step}: {feed.describe(step)['shards']} shards, new data")
-        if (step % config.checkpoint_every == 0 or done) and info.main:
+        if saves.due(step, done) and info.main:
             state.cpu_seconds = cpu.total() if cpu else None
             save_checkpoint(out / CHECKPOINT, config, state, feed, summary)
+            saves.saved()
         if info.world > 1 and (
             step % config.eval_every == 0 or step % config.checkpoint_every == 0
         ):
@@ -398,6 +406,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--val-positions", type=int, default=d.val_positions)
     parser.add_argument("--eval-every", type=int, default=d.eval_every)
     parser.add_argument("--checkpoint-every", type=int, default=d.checkpoint_every)
+    parser.add_argument(
+        "--checkpoint-minutes",
+        type=float,
+        default=d.checkpoint_minutes,
+        help="also checkpoint once this many minutes passed since the last save (0: off)",
+    )
     parser.add_argument("--log-every", type=int, default=d.log_every)
     parser.add_argument("--seed", type=int, default=d.seed)
     parser.add_argument(

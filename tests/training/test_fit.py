@@ -26,7 +26,7 @@ from oneply.engine.values import (  # noqa: E402
     hl_gauss,  # noqa: E402
     value_to_bin,
 )
-from oneply.training import fit  # noqa: E402
+from oneply.training import checkpoints, fit  # noqa: E402
 from oneply.training.batches import BatchOrder, collate, training_indices  # noqa: E402
 from oneply.training.checkpoints import saved_step  # noqa: E402
 from oneply.training.config import CHECKPOINT, METRICS, PLOT, TrainConfig  # noqa: E402
@@ -252,6 +252,45 @@ def test_sigkill_then_resume_continues_and_matches_an_uninterrupted_run(tmp_path
     a = torch.load(killed / CHECKPOINT, weights_only=False)
     b = torch.load(straight / CHECKPOINT, weights_only=False)
     assert a["step"] == b["step"] == 16
+    for part in ("model", "ema"):
+        assert all(torch.equal(a[part][k], b[part][k]) for k in b[part]), part
+
+
+class Died(Exception):
+    """The machine went away right after a save."""
+
+
+def test_a_run_saves_by_the_clock_between_step_saves_and_resumes_exactly(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With step saves far apart, a slow run still saves every --checkpoint-minutes; killed
+    after such a save, it resumes from that step and ends where an unbroken run ends."""
+    ticks = iter(range(0, 10**8, 60))  # each look at the clock: one more minute
+    monkeypatch.setattr(checkpoints, "CLOCK", lambda: float(next(ticks)))
+    data = make_shard(tmp_path / "data", 50)
+    saves: list[int] = []
+    real_save = fit.save_checkpoint
+
+    def save_then_die(path, config, state, feed, summary) -> None:
+        real_save(path, config, state, feed, summary)
+        saves.append(state.step)
+        if len(saves) == 2:
+            raise Died
+
+    monkeypatch.setattr(fit, "save_checkpoint", save_then_die)
+    run = config(data, tmp_path / "killed", checkpoint_every=10**6, checkpoint_minutes=2.5)
+    with pytest.raises(Died):
+        fit.train(run, quiet=True)
+    assert 0 < saves[0] < saves[1] < run.steps  # by the clock alone: no step rule was due
+    assert saved_step(tmp_path / "killed" / CHECKPOINT) == saves[1]
+
+    resumed = fit.train(run, quiet=True)
+    assert saves[2:] != [] and saves[2] > saves[1] and resumed["steps"] == run.steps
+    straight = config(data, tmp_path / "straight", checkpoint_every=10**6, checkpoint_minutes=0)
+    fit.train(straight, quiet=True)
+    assert saves[-1] == run.steps and saves.count(run.steps) == 2  # off: the last step only
+    a = torch.load(tmp_path / "killed" / CHECKPOINT, weights_only=False)
+    b = torch.load(tmp_path / "straight" / CHECKPOINT, weights_only=False)
     for part in ("model", "ema"):
         assert all(torch.equal(a[part][k], b[part][k]) for k in b[part]), part
 
