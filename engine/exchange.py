@@ -126,27 +126,38 @@ def en_prise(board: chess.Board, square: chess.Square) -> bool:
     )
 
 
+def exposed(
+    board: chess.Board,
+    color: chess.Color,
+    skip: chess.Square | None = None,
+    among: chess.Bitboard = chess.BB_ALL,
+) -> list[int]:
+    """What the other side nets at best by capturing each attacked piece of `color` (not the
+    king, not the one on `skip`; only those on `among`), static exchange square by square, in
+    square order (0 where taking does not pay)."""
+    pieces = board.occupied_co[color] & ~board.kings & among
+    if skip is not None:
+        pieces &= ~chess.BB_SQUARES[skip]
+    gains = []
+    for square in chess.SquareSet(pieces):
+        piece_type = board.piece_type_at(square)
+        if piece_type is None or not board.attackers_mask(not color, square):
+            continue
+        value = PIECE_VALUE[piece_type]
+        gains.append(exchange_gain(board, square, not color, board.occupied, value))
+    return gains
+
+
 def threat(
     board: chess.Board,
     color: chess.Color,
     skip: chess.Square | None = None,
     among: chess.Bitboard = chess.BB_ALL,
 ) -> int:
-    """The most the other side nets at best by capturing one of `color`'s pieces (not the king,
-    not the one on `skip`; only those on `among`), static exchange square by square — after a
-    move, what it leaves en prise: the defender walked away, the line opened, the attacked piece
-    left where it was."""
-    pieces = board.occupied_co[color] & ~board.kings & among
-    if skip is not None:
-        pieces &= ~chess.BB_SQUARES[skip]
-    worst = 0
-    for square in chess.SquareSet(pieces):
-        piece_type = board.piece_type_at(square)
-        if piece_type is None or not board.attackers_mask(not color, square):
-            continue
-        value = PIECE_VALUE[piece_type]
-        worst = max(worst, exchange_gain(board, square, not color, board.occupied, value))
-    return worst
+    """The most the other side nets at best by capturing one of `color`'s pieces (`exposed`)
+    — after a move, what it leaves en prise: the defender walked away, the line opened, the
+    attacked piece left where it was."""
+    return max(exposed(board, color, skip, among), default=0)
 
 
 def opened_by(board: chess.Board, move: chess.Move) -> chess.Bitboard:

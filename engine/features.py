@@ -28,7 +28,7 @@ import chess
 import numpy as np
 
 from oneply.engine.checks import enemy_checks
-from oneply.engine.exchange import en_prise, move_exchange, opened_by, threat
+from oneply.engine.exchange import en_prise, exposed, move_exchange, opened_by, threat
 from oneply.engine.tokenizer import SQUARE_TOKEN
 
 
@@ -70,6 +70,19 @@ MOVE_FACTS: tuple[Fact, ...] = (
         "the most the opponent then nets by a capture on another square (static exchange), "
         "pawns: 0 nothing, 1 one, 2 two, 3 three or four, 4 five or six, 5 seven or more",
     ),
+    Fact(
+        "threatens",
+        6,
+        "the most the mover would then net by capturing a piece the move attacks — with the "
+        "moved piece, or anew through a line it opened — were the opponent to pass (static "
+        "exchange), pawns in the buckets of ``threat``",
+    ),
+    Fact(
+        "targets",
+        3,
+        "on how many of those pieces the mover would then win material: 0, 1, 2 or more (a "
+        "double attack: the opponent can save one)",
+    ),
 )
 SQUARE_NAMES = tuple(f.name for f in SQUARE_FACTS)
 MOVE_NAMES = tuple(f.name for f in MOVE_FACTS)
@@ -81,6 +94,7 @@ GROUPS: dict[str, tuple[str, ...]] = {
     "exchange": ("en_prise", "exchange"),  # static exchange (engine/exchange.py)
     "threats": ("threat",),  # what a move leaves en prise elsewhere (engine/exchange.py)
     "checks": ("enemy_check",),  # where the opponent could check or mate (engine/checks.py)
+    "forks": ("threatens", "targets"),  # what a move attacks next: double attacks
 }
 ALL_FACTS: tuple[str, ...] = SQUARE_NAMES + MOVE_NAMES
 
@@ -241,20 +255,42 @@ def _captured(board: chess.Board, move: chess.Move) -> int:
     return board.piece_type_at(move.to_square) or 0
 
 
+def _new_lines(board: chess.Board, move: chess.Move, attacked: chess.Bitboard) -> chess.Bitboard:
+    """Where `move` (not yet made) can aim the mover's other pieces at what they did not attack
+    before (`attacked`: the opponent's pieces under attack now): the lines it opens, for
+    discovered attacks. Castling moves a second piece: every square."""
+    lines = chess.BB_ALL if board.is_castling(move) else opened_by(board, move)
+    return lines & ~attacked
+
+
+def _double_attack(board: chess.Board, to: chess.Square, lines: chess.Bitboard) -> tuple[int, int]:
+    """After a move (the opponent to play, `board` as it stands): the ``threatens`` and
+    ``targets`` facts — among the pieces the moved piece attacks and the new targets on the
+    lines the move opened, what the mover's best capture would net and on how many it nets
+    anything, were the opponent to pass."""
+    gains = exposed(board, board.turn, among=lines | board.attacks_mask(to))
+    winning = sum(1 for gain in gains if gain > 0)
+    return threat_bucket(max(gains, default=0)), min(2, winning)
+
+
 def move_facts(board: chess.Board, moves: Sequence[chess.Move], facts: Wanted = True) -> np.ndarray:
     """uint8 [len(moves), len(MOVE_FACTS)]: what each move takes, whether it checks, who
     attacks and defends its destination once it is played (the moved piece not counted as its
     own defender; a piece behind it on the line counts, as it would in an exchange), what the
-    exchange on the destination nets and what the opponent can then win elsewhere (the last
-    two only when their groups are among `facts`, else 0)."""
+    exchange on the destination nets, what the opponent can then win elsewhere and what the
+    mover then threatens to win (the last three only when their groups are among `facts`,
+    else 0)."""
     exchange, threats = reads(facts, "exchange"), reads(facts, "threats")
+    forks = reads(facts, "forks")
     out = np.zeros((len(moves), len(MOVE_FACTS)), dtype=np.uint8)
     us = board.turn
     attacked = _attacked(board, us) if threats else 0
+    targets = _attacked(board, not us) if forks else 0
     for row, move in enumerate(moves):
         captured = _captured(board, move)
         swap = exchange_bucket(move_exchange(board, move)) if exchange else 0
         suspects = attacked | opened_by(board, move) if threats else 0
+        lines = _new_lines(board, move, targets) if forks else 0
         board.push(move)
         try:
             to = move.to_square
@@ -265,6 +301,7 @@ def move_facts(board: chess.Board, moves: Sequence[chess.Move], facts: Wanted = 
                 min(3, chess.popcount(board.attackers_mask(us, to))),
                 swap,
                 threat_bucket(threat(board, us, to, suspects)) if threats else 0,
+                *(_double_attack(board, to, lines) if forks else (0, 0)),
             )
         finally:
             board.pop()

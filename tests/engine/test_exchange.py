@@ -11,6 +11,7 @@ import pytest
 
 from oneply.engine.exchange import PIECE_VALUE, en_prise, move_exchange, threat
 from oneply.engine.features import (
+    ADOPTED_FACTS,
     GROUPS,
     MOVE_NAMES,
     SQUARE_NAMES,
@@ -207,3 +208,74 @@ def test_threat_buckets_cover_every_gain_in_order() -> None:
     buckets = [threat_bucket(pawns) for pawns in range(0, 13)]
     assert buckets == sorted(buckets) and set(buckets) == set(range(6))
     assert [threat_bucket(p) for p in (0, 1, 2, 3, 5, 6, 7, 9)] == [0, 1, 2, 3, 4, 4, 5, 5]
+
+
+#: double attacks and discovered attacks, White to move
+ATTACKS = {
+    "knight fork": "3q3r/8/8/4N3/8/8/8/K6k w - - 0 1",  # Nf7 hits the queen and the rook
+    "discovered attack": "q3k3/8/8/8/8/N7/8/R3K3 w - - 0 1",  # the knight uncovers a1–a8
+    "middlegame": "r1bqkb1r/pp3ppp/1nn1p3/8/Q1BP4/2N2N2/PP3PPP/R1B2RK1 w kq - 1 10",
+    "italian, queen out": POSITIONS["italian, queen out"],
+}
+
+
+def _newly_attacked(board: chess.Board, move: chess.Move) -> list[chess.Square]:
+    """The opponent's pieces (not the king) that `move` aims at, by definition: those its piece
+    attacks where it lands, and those attacked after it that were not attacked before."""
+    us = board.turn
+    theirs = board.occupied_co[not us] & ~board.kings
+    before = {s for s in chess.SquareSet(theirs) if board.is_attacked_by(us, s)}
+    board.push(move)
+    after = {s for s in chess.SquareSet(board.occupied_co[not us] & ~board.kings)}
+    aimed = {s for s in after if board.is_attacked_by(us, s) and s not in before}
+    aimed |= after & set(board.attacks(move.to_square))
+    board.pop()
+    return sorted(aimed)
+
+
+@pytest.mark.parametrize("fen", ATTACKS.values(), ids=ATTACKS.keys())
+def test_what_a_move_threatens_is_what_the_brute_force_says(fen: str) -> None:
+    """Each move's ``threatens`` and ``targets`` against the brute force: the opponent passes,
+    the mover captures on each piece the move aims at (every legal capture, every order)."""
+    board = chess.Board(fen)
+    moves = list(board.legal_moves)
+    facts = move_facts(board, moves)
+    threatens, targets = (facts[:, MOVE_NAMES.index(n)] for n in GROUPS["forks"])
+    compared = 0
+    for row, move in enumerate(moves):
+        aimed = _newly_attacked(board, move)
+        board.push(move)
+        board.push(chess.Move.null())  # the opponent passes
+        if _comparable(board) and not board.was_into_check():
+            gains = [brute_exchange(board, square) for square in aimed]
+            assert threatens[row] == threat_bucket(max(gains, default=0)), move.uci()
+            assert targets[row] == min(2, sum(g > 0 for g in gains)), move.uci()
+            compared += 1
+        board.pop()
+        board.pop()
+    assert compared >= len(moves) // 2 and board.fen() == fen
+
+
+def test_hand_picked_double_and_discovered_attacks() -> None:
+    def aimed(key: str, uci: str, colour: str = "w") -> tuple[int, int]:
+        board = chess.Board(ATTACKS[key])
+        board = board if colour == "w" else board.mirror()
+        row = move_facts(board, [chess.Move.from_uci(uci)])[0]
+        return int(row[MOVE_NAMES.index("threatens")]), int(row[MOVE_NAMES.index("targets")])
+
+    # N×Q, R×N: +6; N×R, Q×N: +2 — two pieces to win, the larger +6
+    assert aimed("knight fork", "e5f7") == (threat_bucket(6), 2) == (4, 2)
+    assert aimed("knight fork", "e5d7") == (0, 0)  # from d7 it hits neither
+    assert aimed("discovered attack", "a3c4") == (threat_bucket(9), 1) == (5, 1)
+    assert aimed("discovered attack", "e1e2") == (0, 0)  # the knight still blocks the file
+    # the same through Black's eyes: the board mirrored, Black to move
+    assert aimed("knight fork", "e4f2", "b") == (4, 2)
+    assert aimed("discovered attack", "a6c5", "b") == (5, 1)
+
+
+def test_the_forks_are_computed_only_for_a_model_that_reads_them() -> None:
+    board = chess.Board(ATTACKS["knight fork"])
+    moves = list(board.legal_moves)
+    channels = [MOVE_NAMES.index(n) for n in GROUPS["forks"]]
+    assert move_facts(board, moves)[:, channels].any()
+    assert not move_facts(board, moves, ADOPTED_FACTS)[:, channels].any()
