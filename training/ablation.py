@@ -124,6 +124,11 @@ VARIANTS: tuple[Variant, ...] = (
         _facts(*V5_GROUPS, "exchange", "threats", "checks"),
     ),
     Variant(
+        "checks-forks",
+        "threats-checks + what each move threatens to win next (double, discovered attacks)",
+        _facts(*V5_GROUPS, "exchange", "threats", "checks", "forks"),
+    ),
+    Variant(
         "gap",
         "facts + weight 1 + 4 x (best - second) per position",
         _facts(*V5_GROUPS),
