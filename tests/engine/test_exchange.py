@@ -11,11 +11,11 @@ import pytest
 
 from oneply.engine.exchange import PIECE_VALUE, en_prise, move_exchange, threat
 from oneply.engine.features import (
-    ADOPTED_FACTS,
     GROUPS,
     MOVE_NAMES,
     SQUARE_NAMES,
     V5_FACTS,
+    V12_FACTS,
     encode_facts,
     exchange_bucket,
     move_facts,
@@ -278,4 +278,4 @@ def test_the_forks_are_computed_only_for_a_model_that_reads_them() -> None:
     moves = list(board.legal_moves)
     channels = [MOVE_NAMES.index(n) for n in GROUPS["forks"]]
     assert move_facts(board, moves)[:, channels].any()
-    assert not move_facts(board, moves, ADOPTED_FACTS)[:, channels].any()
+    assert not move_facts(board, moves, V12_FACTS)[:, channels].any()
