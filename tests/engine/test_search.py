@@ -17,7 +17,7 @@ from tests.helpers.syzygy import SYZYGY, needs_tables
 from tests.helpers.uci import UCI_CMD, RawEngine
 
 #: dev puzzles that are mates in two (a test fixture, never training data)
-#: (v12 solves seven in one pass; both searches find the first two it misses, 0My1q and 1G8hs)
+#: (v12 solved seven in one pass; both searches found the first two it missed, 0My1q and 1G8hs)
 MATES_IN_TWO = (
     *("0My1q", "1G8hs", "02O2z", "3fYJ4", "2AmTS", "0JCIA", "00eCY", "4CtW2", "0TNEM"),
     *("05VUp", "01czg", "0qxHF"),
