@@ -8,16 +8,24 @@ engine/features.py states them per square; this module computes them, as an inpu
 as a search: the position with the turn passed to the opponent, its legal moves that give
 check, and whether each of them mates.
 
+The same question after each candidate move is the ``reply_check`` move fact: once the move
+is made, can the opponent give check, or mate? A quarter of v13's costly moves against skill 0
+still allow a mate (0.10 a game) or a checking tactic (0.13; docs/STUDIES.md). It is one
+reply deep and only over checks — what a player looks at before letting go of the piece.
+
 Exact and cheap: instead of testing every reply, only the moves that can check at all are
-generated — onto a square from which a piece attacks the mover's king along the current
-lines (or any square of the back ranks, for promotions), or from a square that blocks one of
-the opponent's sliders from the king (discovered checks; castling, with the king as the
-mover; the passed turn leaves no en-passant capture). python-chess's ``gives_check`` then
-decides each candidate; tests/engine/test_checks.py holds the result to the brute force over
+generated — onto a square from which a piece attacks the king along the current lines (or the
+en-passant square, whose captured pawn may have blocked one), or by a piece that blocks one of
+its own sliders from the king (discovered checks), a pawn about to promote, or the king
+(castling). Each candidate is tested on bitboards without being made (python-chess's
+``gives_check`` for castling and en passant), then for legality; a check mates when the king's
+side has no legal move. tests/engine/test_checks.py holds both facts to the brute force over
 every reply.
 """
 
 from __future__ import annotations
+
+from collections.abc import Iterator
 
 import chess
 import numpy as np
@@ -27,36 +35,100 @@ NO_CHECK, CHECK, MATE = 0, 1, 2
 
 
 def _direct_squares(board: chess.Board, king: chess.Square) -> chess.Bitboard:
-    """Squares an enemy piece could check the mover's `king` from along today's lines (every
-    pattern at once; the back ranks join for promotions, which may also open the file they
-    promote on)."""
+    """Squares an enemy piece could check `king` from along today's lines (every pattern at
+    once); the en-passant square joins, since the pawn it takes may have blocked a line."""
     occupied = board.occupied
-    return (
+    color = board.color_at(king)
+    assert color is not None
+    squares = (
         chess.BB_KNIGHT_ATTACKS[king]
-        | chess.BB_PAWN_ATTACKS[board.turn][king]
+        | chess.BB_PAWN_ATTACKS[color][king]
         | chess.BB_DIAG_ATTACKS[king][chess.BB_DIAG_MASKS[king] & occupied]
         | chess.BB_FILE_ATTACKS[king][chess.BB_FILE_MASKS[king] & occupied]
         | chess.BB_RANK_ATTACKS[king][chess.BB_RANK_MASKS[king] & occupied]
-        | chess.BB_BACKRANKS
     )
+    if board.ep_square is not None:
+        squares |= chess.BB_SQUARES[board.ep_square]
+    return squares
 
 
 def _line_blockers(board: chess.Board, king: chess.Square, them: chess.Color) -> chess.Bitboard:
     """`them`'s pieces that stand alone between one of their sliders and `king`: moving one
     away may discover check."""
+    occupied = board.occupied
+    rooks = (board.rooks | board.queens) & board.occupied_co[them]
+    bishops = (board.bishops | board.queens) & board.occupied_co[them]
+    snipers = ((chess.BB_RANK_ATTACKS[king][0] | chess.BB_FILE_ATTACKS[king][0]) & rooks) | (
+        chess.BB_DIAG_ATTACKS[king][0] & bishops
+    )
     found = 0
-    sliders = board.occupied_co[them] & (board.bishops | board.rooks | board.queens)
-    for slider in chess.SquareSet(sliders):
-        if not chess.BB_RAYS[king][slider]:
-            continue
-        diagonal = bool(chess.BB_DIAG_ATTACKS[king][0] & chess.BB_SQUARES[slider])
-        kind = board.piece_type_at(slider)
-        if (kind == chess.ROOK and diagonal) or (kind == chess.BISHOP and not diagonal):
-            continue
-        between = chess.between(king, slider) & board.occupied
+    for sniper in chess.scan_reversed(snipers):
+        between = chess.between(king, sniper) & occupied
         if chess.popcount(between) == 1 and between & board.occupied_co[them]:
             found |= between
     return found
+
+
+def _attacks(
+    piece: chess.PieceType, color: chess.Color, square: chess.Square, occupied: chess.Bitboard
+) -> chess.Bitboard:
+    """What a `piece` of `color` on `square` attacks, the board occupied as `occupied`."""
+    if piece == chess.PAWN:
+        return chess.BB_PAWN_ATTACKS[color][square]
+    if piece == chess.KNIGHT:
+        return chess.BB_KNIGHT_ATTACKS[square]
+    if piece == chess.KING:
+        return chess.BB_KING_ATTACKS[square]
+    lines = 0
+    if piece != chess.ROOK:
+        lines |= chess.BB_DIAG_ATTACKS[square][chess.BB_DIAG_MASKS[square] & occupied]
+    if piece != chess.BISHOP:
+        lines |= chess.BB_RANK_ATTACKS[square][chess.BB_RANK_MASKS[square] & occupied]
+        lines |= chess.BB_FILE_ATTACKS[square][chess.BB_FILE_MASKS[square] & occupied]
+    return lines
+
+
+def _gives_check(board: chess.Board, move: chess.Move, king: chess.Square) -> bool:
+    """python-chess's ``gives_check`` for a pseudo-legal `move` without making it: the moved
+    piece attacks `king` from its destination, or a slider behind its origin now does.
+    Castling and en passant move a second piece: those ask python-chess."""
+    origin, to = chess.BB_SQUARES[move.from_square], chess.BB_SQUARES[move.to_square]
+    if (board.kings & origin and board.is_castling(move)) or board.is_en_passant(move):
+        return board.gives_check(move)
+    occupied = (board.occupied & ~origin) | to
+    piece = move.promotion or board.piece_type_at(move.from_square)
+    assert piece is not None
+    if _attacks(piece, board.turn, move.to_square, occupied) & chess.BB_SQUARES[king]:
+        return True
+    return bool(board.attackers_mask(board.turn, king, occupied) & ~origin & ~to)
+
+
+def checking_moves(board: chess.Board) -> Iterator[chess.Move]:
+    """The side to move's legal moves that give check. Only the moves that can check at all
+    are generated: onto a square that attacks the enemy king along today's lines, or by a
+    piece that may discover check, promote or castle."""
+    king = board.king(not board.turn)
+    if king is None:
+        return
+    targets = _direct_squares(board, king)
+    own = board.occupied_co[board.turn]
+    promoting = board.pawns & own & (chess.BB_RANK_7 if board.turn else chess.BB_RANK_2)
+    movers = _line_blockers(board, king, board.turn) | (board.kings & own) | promoting
+    for candidates in (
+        board.generate_pseudo_legal_moves(chess.BB_ALL, targets),
+        board.generate_pseudo_legal_moves(movers, chess.BB_ALL & ~targets),
+    ):
+        for move in candidates:
+            if _gives_check(board, move, king) and board.is_legal(move):
+                yield move
+
+
+def _mates(board: chess.Board, move: chess.Move) -> bool:
+    board.push(move)
+    try:
+        return not any(board.generate_legal_moves())
+    finally:
+        board.pop()
 
 
 def enemy_checks(board: chess.Board) -> np.ndarray:
@@ -65,25 +137,25 @@ def enemy_checks(board: chess.Board) -> np.ndarray:
     else NO_CHECK. All NO_CHECK while the side to move is in check (the threat is already
     there, and every move answers it) or has no king."""
     out = np.zeros(64, dtype=np.uint8)
-    king = board.king(board.turn)
-    if king is None or board.is_check():
+    if board.king(board.turn) is None or board.is_check():
         return out
-    them = not board.turn
-    targets = _direct_squares(board, king)
-    movers = _line_blockers(board, king, them) | (board.kings & board.occupied_co[them])
     board.push(chess.Move.null())
     try:
-        candidates = [
-            *board.generate_legal_moves(chess.BB_ALL, targets),
-            *board.generate_legal_moves(movers, chess.BB_ALL & ~targets),
-        ]
-        for move in candidates:
-            if out[move.to_square] == MATE or not board.gives_check(move):
-                continue
-            board.push(move)
-            mate = not any(board.generate_legal_moves())
-            board.pop()
-            out[move.to_square] = max(out[move.to_square], MATE if mate else CHECK)
+        for move in checking_moves(board):
+            if out[move.to_square] != MATE:
+                out[move.to_square] = MATE if _mates(board, move) else CHECK
     finally:
         board.pop()
     return out
+
+
+def reply_check(board: chess.Board) -> int:
+    """After a move (the opponent to play, `board` as it stands): MATE if the opponent can
+    checkmate at once, CHECK if they can give check, else NO_CHECK (the ``reply_check`` fact:
+    what a move lets the opponent do to the mover's king)."""
+    found = NO_CHECK
+    for move in checking_moves(board):
+        if _mates(board, move):
+            return MATE
+        found = CHECK
+    return found

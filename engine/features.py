@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import chess
 import numpy as np
 
-from oneply.engine.checks import enemy_checks
+from oneply.engine.checks import enemy_checks, reply_check
 from oneply.engine.exchange import en_prise, exposed, move_exchange, opened_by, threat
 from oneply.engine.tokenizer import SQUARE_TOKEN
 
@@ -83,6 +83,12 @@ MOVE_FACTS: tuple[Fact, ...] = (
         "on how many of those pieces the mover would then win material: 0, 1, 2 or more (a "
         "double attack: the opponent can save one)",
     ),
+    Fact(
+        "reply_check",
+        3,
+        "what the move lets the opponent do to the mover's king at once: 0 nothing, 1 give "
+        "check, 2 mate",
+    ),
 )
 SQUARE_NAMES = tuple(f.name for f in SQUARE_FACTS)
 MOVE_NAMES = tuple(f.name for f in MOVE_FACTS)
@@ -95,6 +101,7 @@ GROUPS: dict[str, tuple[str, ...]] = {
     "threats": ("threat",),  # what a move leaves en prise elsewhere (engine/exchange.py)
     "checks": ("enemy_check",),  # where the opponent could check or mate (engine/checks.py)
     "forks": ("threatens", "targets"),  # what a move attacks next: double attacks
+    "replies": ("reply_check",),  # whether the opponent can then check or mate (engine/checks.py)
 }
 ALL_FACTS: tuple[str, ...] = SQUARE_NAMES + MOVE_NAMES
 
@@ -281,11 +288,11 @@ def move_facts(board: chess.Board, moves: Sequence[chess.Move], facts: Wanted = 
     """uint8 [len(moves), len(MOVE_FACTS)]: what each move takes, whether it checks, who
     attacks and defends its destination once it is played (the moved piece not counted as its
     own defender; a piece behind it on the line counts, as it would in an exchange), what the
-    exchange on the destination nets, what the opponent can then win elsewhere and what the
-    mover then threatens to win (the last three only when their groups are among `facts`,
-    else 0)."""
+    exchange on the destination nets, what the opponent can then win elsewhere, what the
+    mover then threatens to win and whether the opponent can then check or mate (the last four
+    only when their groups are among `facts`, else 0)."""
     exchange, threats = reads(facts, "exchange"), reads(facts, "threats")
-    forks = reads(facts, "forks")
+    forks, replies = reads(facts, "forks"), reads(facts, "replies")
     out = np.zeros((len(moves), len(MOVE_FACTS)), dtype=np.uint8)
     us = board.turn
     attacked = _attacked(board, us) if threats else 0
@@ -306,6 +313,7 @@ def move_facts(board: chess.Board, moves: Sequence[chess.Move], facts: Wanted = 
                 swap,
                 threat_bucket(threat(board, us, to, suspects)) if threats else 0,
                 *(_double_attack(board, to, lines) if forks else (0, 0)),
+                reply_check(board) if replies else 0,
             )
         finally:
             board.pop()

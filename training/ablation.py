@@ -129,6 +129,11 @@ VARIANTS: tuple[Variant, ...] = (
         _facts(*V5_GROUPS, "exchange", "threats", "checks", "forks"),
     ),
     Variant(
+        "forks-replies",
+        "checks-forks + whether each move lets the opponent check or mate at once",
+        _facts(*V5_GROUPS, "exchange", "threats", "checks", "forks", "replies"),
+    ),
+    Variant(
         "gap",
         "facts + weight 1 + 4 x (best - second) per position",
         _facts(*V5_GROUPS),

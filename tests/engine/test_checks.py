@@ -1,6 +1,7 @@
-"""Where the opponent could check or mate (engine/checks.py, fact ``enemy_check``): held to a
-brute force over every reply on hand-picked and random positions, through the colour flip, and
-on its way into a model — the warm start that adds it and the file that reads it."""
+"""Where the opponent could check or mate (engine/checks.py, facts ``enemy_check`` and
+``reply_check``): held to a brute force over every reply on hand-picked and random positions,
+through the colour flip, and on its way into a model — the warm start that adds it and the
+file that reads it."""
 
 from __future__ import annotations
 
@@ -13,11 +14,14 @@ import pytest
 
 from oneply.engine.checks import CHECK, MATE, NO_CHECK, enemy_checks
 from oneply.engine.features import (
+    ADOPTED_FACTS,
     GROUPS,
+    MOVE_NAMES,
     SQUARE_NAMES,
     V9_FACTS,
     check_names,
     encode_facts,
+    move_facts,
     square_facts,
 )
 from oneply.engine.mirror import mirror_square
@@ -128,6 +132,77 @@ def test_a_model_without_the_checks_is_spared_them() -> None:
     adopted, _ = encode_facts([board], moves, len(moves[0]), V9_FACTS)
     assert full[0, chess.F7, CHANNEL] == MATE and not adopted[..., CHANNEL].any()
     others = [i for i, name in enumerate(SQUARE_NAMES) if name != "enemy_check"]
+    assert np.array_equal(full[..., others], adopted[..., others])
+
+
+REPLY = MOVE_NAMES.index("reply_check")
+
+
+def brute_reply(board: chess.Board, move: chess.Move) -> int:
+    """Every legal reply of the opponent after `move`, each one played out."""
+    best = NO_CHECK
+    board.push(move)
+    try:
+        for reply in list(board.legal_moves):
+            board.push(reply)
+            value = MATE if board.is_checkmate() else CHECK if board.is_check() else NO_CHECK
+            board.pop()
+            best = max(best, value)
+    finally:
+        board.pop()
+    return best
+
+
+def replies_of(board: chess.Board) -> dict[str, int]:
+    moves = list(board.legal_moves)
+    values = move_facts(board, moves)[:, REPLY]
+    return {board.san(move): int(value) for move, value in zip(moves, values, strict=True)}
+
+
+def test_reply_check_matches_the_brute_force() -> None:
+    boards = random_positions(60, seed=28) + [chess.Board(f) for f in HAND_PICKED.values()]
+    found = np.zeros(3, dtype=int)
+    for board in boards:
+        before, moves = board.fen(), list(board.legal_moves)
+        values = move_facts(board, moves)[:, REPLY]
+        assert values.tolist() == [brute_reply(board, move) for move in moves], before
+        assert board.fen() == before and not board.move_stack
+        found += np.bincount(values, minlength=3)
+    assert found[NO_CHECK] > 100 and found[CHECK] > 100 and found[MATE] > 0
+
+
+def test_reply_check_is_what_a_move_lets_the_opponent_do() -> None:
+    back_rank = replies_of(chess.Board(HAND_PICKED["back rank"]))  # white's Ra1 eyes a8
+    assert back_rank["Kh8"] == MATE  # Ra8#
+    assert back_rank["h6"] == back_rank["Kf8"] == CHECK  # Ra8+ with a square to run to
+    assert min(back_rank.values()) == CHECK  # nothing black does stops Ra8+
+    scholar = replies_of(chess.Board(SCHOLAR))  # Qxf7# unless black guards f7 or the queen
+    assert scholar["a6"] == scholar["Nf6"] == MATE  # Nf6 hits the queen, f7 still falls
+    assert scholar["Nh6"] == scholar["Qe7"] == CHECK  # f7 guarded: Qxf7+ is only a check
+    assert scholar["g6"] == CHECK  # the queen must move, and Qxf7+ is still there
+    lone_king = replies_of(chess.Board("4k3/8/8/8/8/8/8/4K2R w K - 0 1"))
+    assert set(lone_king.values()) == {NO_CHECK}  # a bare king never checks
+
+
+@pytest.mark.parametrize("name", HAND_PICKED)
+def test_reply_check_turns_over_with_the_board(name: str) -> None:
+    board = chess.Board(HAND_PICKED[name])
+    twin = board.mirror()
+    moves = list(board.legal_moves)
+    flipped = [
+        chess.Move(mirror_square(m.from_square), mirror_square(m.to_square), m.promotion)
+        for m in moves
+    ]
+    assert np.array_equal(move_facts(board, moves)[:, REPLY], move_facts(twin, flipped)[:, REPLY])
+
+
+def test_a_model_without_the_replies_is_spared_them() -> None:
+    board = chess.Board(SCHOLAR)
+    moves = [list(board.legal_moves)]
+    _, full = encode_facts([board], moves, len(moves[0]))
+    _, adopted = encode_facts([board], moves, len(moves[0]), ADOPTED_FACTS)
+    assert (full[..., REPLY] == MATE).any() and not adopted[..., REPLY].any()
+    others = [i for i, name in enumerate(MOVE_NAMES) if name != "reply_check"]
     assert np.array_equal(full[..., others], adopted[..., others])
 
 
