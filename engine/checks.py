@@ -34,18 +34,35 @@ import numpy as np
 NO_CHECK, CHECK, MATE = 0, 1, 2
 
 
+def _attacks(
+    piece: chess.PieceType, color: chess.Color, square: chess.Square, occupied: chess.Bitboard
+) -> chess.Bitboard:
+    """What a `piece` of `color` on `square` attacks, the board occupied as `occupied`."""
+    if piece == chess.PAWN:
+        return chess.BB_PAWN_ATTACKS[color][square]
+    if piece == chess.KNIGHT:
+        return chess.BB_KNIGHT_ATTACKS[square]
+    if piece == chess.KING:
+        return chess.BB_KING_ATTACKS[square]
+    lines = 0
+    if piece != chess.ROOK:
+        lines |= chess.BB_DIAG_ATTACKS[square][chess.BB_DIAG_MASKS[square] & occupied]
+    if piece != chess.BISHOP:
+        lines |= chess.BB_RANK_ATTACKS[square][chess.BB_RANK_MASKS[square] & occupied]
+        lines |= chess.BB_FILE_ATTACKS[square][chess.BB_FILE_MASKS[square] & occupied]
+    return lines
+
+
 def _direct_squares(board: chess.Board, king: chess.Square) -> chess.Bitboard:
     """Squares an enemy piece could check `king` from along today's lines (every pattern at
-    once); the en-passant square joins, since the pawn it takes may have blocked a line."""
-    occupied = board.occupied
+    once: what a knight, a pawn of the king's colour and a queen on `king` would attack); the
+    en-passant square joins, since the pawn it takes may have blocked a line."""
     color = board.color_at(king)
     assert color is not None
     squares = (
-        chess.BB_KNIGHT_ATTACKS[king]
-        | chess.BB_PAWN_ATTACKS[color][king]
-        | chess.BB_DIAG_ATTACKS[king][chess.BB_DIAG_MASKS[king] & occupied]
-        | chess.BB_FILE_ATTACKS[king][chess.BB_FILE_MASKS[king] & occupied]
-        | chess.BB_RANK_ATTACKS[king][chess.BB_RANK_MASKS[king] & occupied]
+        _attacks(chess.KNIGHT, color, king, board.occupied)
+        | _attacks(chess.PAWN, color, king, board.occupied)
+        | _attacks(chess.QUEEN, color, king, board.occupied)
     )
     if board.ep_square is not None:
         squares |= chess.BB_SQUARES[board.ep_square]
@@ -67,25 +84,6 @@ def _line_blockers(board: chess.Board, king: chess.Square, them: chess.Color) ->
         if chess.popcount(between) == 1 and between & board.occupied_co[them]:
             found |= between
     return found
-
-
-def _attacks(
-    piece: chess.PieceType, color: chess.Color, square: chess.Square, occupied: chess.Bitboard
-) -> chess.Bitboard:
-    """What a `piece` of `color` on `square` attacks, the board occupied as `occupied`."""
-    if piece == chess.PAWN:
-        return chess.BB_PAWN_ATTACKS[color][square]
-    if piece == chess.KNIGHT:
-        return chess.BB_KNIGHT_ATTACKS[square]
-    if piece == chess.KING:
-        return chess.BB_KING_ATTACKS[square]
-    lines = 0
-    if piece != chess.ROOK:
-        lines |= chess.BB_DIAG_ATTACKS[square][chess.BB_DIAG_MASKS[square] & occupied]
-    if piece != chess.BISHOP:
-        lines |= chess.BB_RANK_ATTACKS[square][chess.BB_RANK_MASKS[square] & occupied]
-        lines |= chess.BB_FILE_ATTACKS[square][chess.BB_FILE_MASKS[square] & occupied]
-    return lines
 
 
 def _gives_check(board: chess.Board, move: chess.Move, king: chess.Square) -> bool:
