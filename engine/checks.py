@@ -53,22 +53,6 @@ def _attacks(
     return lines
 
 
-def _direct_squares(board: chess.Board, king: chess.Square) -> chess.Bitboard:
-    """Squares an enemy piece could check `king` from along today's lines (every pattern at
-    once: what a knight, a pawn of the king's colour and a queen on `king` would attack); the
-    en-passant square joins, since the pawn it takes may have blocked a line."""
-    color = board.color_at(king)
-    assert color is not None
-    squares = (
-        _attacks(chess.KNIGHT, color, king, board.occupied)
-        | _attacks(chess.PAWN, color, king, board.occupied)
-        | _attacks(chess.QUEEN, color, king, board.occupied)
-    )
-    if board.ep_square is not None:
-        squares |= chess.BB_SQUARES[board.ep_square]
-    return squares
-
-
 def _line_blockers(board: chess.Board, king: chess.Square, them: chess.Color) -> chess.Bitboard:
     """`them`'s pieces that stand alone between one of their sliders and `king`: moving one
     away may discover check."""
@@ -101,23 +85,51 @@ def _gives_check(board: chess.Board, move: chess.Move, king: chess.Square) -> bo
     return bool(board.attackers_mask(board.turn, king, occupied) & ~origin & ~to)
 
 
+def _check_patterns(board: chess.Board, king: chess.Square) -> dict[chess.PieceType, int]:
+    """Per piece type of the side to move: the squares from which such a piece attacks `king`
+    along today's lines — what that piece standing on `king` would attack."""
+    color = not board.turn
+    occupied = board.occupied
+    diagonal = _attacks(chess.BISHOP, color, king, occupied)
+    straight = _attacks(chess.ROOK, color, king, occupied)
+    return {
+        chess.PAWN: _attacks(chess.PAWN, color, king, occupied),
+        chess.KNIGHT: _attacks(chess.KNIGHT, color, king, occupied),
+        chess.BISHOP: diagonal,
+        chess.ROOK: straight,
+        chess.QUEEN: diagonal | straight,
+    }
+
+
 def checking_moves(board: chess.Board) -> Iterator[chess.Move]:
     """The side to move's legal moves that give check. Only the moves that can check at all
-    are generated: onto a square that attacks the enemy king along today's lines, or by a
-    piece that may discover check, promote or castle."""
+    are generated. A piece that cannot discover check, promote or castle checks exactly when it
+    lands on a square of its own type's pattern (``_check_patterns``): those moves need only a
+    legality test. The others — pieces that block one of their own sliders from the king (the
+    king too), pawns about to promote, castling (the rook may check) and en-passant captures
+    (the taken pawn may have blocked a line) — are each tested for check."""
     king = board.king(not board.turn)
     if king is None:
         return
-    targets = _direct_squares(board, king)
     own = board.occupied_co[board.turn]
     promoting = board.pawns & own & (chess.BB_RANK_7 if board.turn else chess.BB_RANK_2)
-    movers = _line_blockers(board, king, board.turn) | (board.kings & own) | promoting
-    for candidates in (
-        board.generate_pseudo_legal_moves(chess.BB_ALL, targets),
-        board.generate_pseudo_legal_moves(movers, chess.BB_ALL & ~targets),
-    ):
+    movers = _line_blockers(board, king, board.turn) | promoting
+    ep = chess.BB_SQUARES[board.ep_square] if board.ep_square is not None else 0
+    for piece, pattern in _check_patterns(board, king).items():
+        plain = board.pieces_mask(piece, board.turn) & ~movers
+        if piece == chess.PAWN:
+            pattern &= ~ep  # en passant is tested below
+        for move in board.generate_pseudo_legal_moves(plain, pattern):
+            if not board.is_into_check(move):
+                yield move
+    others = (
+        board.generate_pseudo_legal_moves(movers, chess.BB_ALL),
+        board.generate_pseudo_legal_ep(board.pawns & own & ~movers, chess.BB_ALL),
+        board.generate_castling_moves(board.kings & own & ~movers, chess.BB_ALL),
+    )
+    for candidates in others:
         for move in candidates:
-            if _gives_check(board, move, king) and board.is_legal(move):
+            if _gives_check(board, move, king) and not board.is_into_check(move):
                 yield move
 
 

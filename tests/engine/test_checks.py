@@ -12,13 +12,13 @@ import chess
 import numpy as np
 import pytest
 
-from oneply.engine.checks import CHECK, MATE, NO_CHECK, enemy_checks
+from oneply.engine.checks import CHECK, MATE, NO_CHECK, checking_moves, enemy_checks
 from oneply.engine.features import (
-    ADOPTED_FACTS,
     GROUPS,
     MOVE_NAMES,
     SQUARE_NAMES,
     V9_FACTS,
+    V13_FACTS,
     check_names,
     encode_facts,
     move_facts,
@@ -153,6 +153,35 @@ def brute_reply(board: chess.Board, move: chess.Move) -> int:
     return best
 
 
+#: checks only the generator's special paths find: en passant that uncovers a rook, castling
+#: whose rook checks, a promotion that checks, a king that steps off a bishop's line
+SPECIAL_CHECKS = {
+    "en passant uncovers": "8/8/8/R2Pp2k/8/8/8/4K3 w - e6 0 1",
+    "en passant discovers on the king": "8/8/8/1k1pP2R/8/8/8/4K3 w - d6 0 1",
+    "castling rook checks": "5k2/8/8/8/8/8/8/4K2R w K - 0 1",
+    "promotion checks": "1k6/4P3/8/8/8/8/8/4K3 w - - 0 1",
+    "king uncovers": "7k/8/8/8/8/2K5/8/B7 w - - 0 1",
+}
+
+
+def test_checking_moves_are_every_legal_check() -> None:
+    """The generator yields each legal checking move once, and no other move."""
+    boards = random_positions(80, seed=1128) + [
+        chess.Board(fen) for fen in (*HAND_PICKED.values(), *SPECIAL_CHECKS.values())
+    ]
+    for board in boards:
+        found = list(checking_moves(board))
+        wanted = {move for move in board.legal_moves if board.gives_check(move)}
+        assert len(found) == len(set(found)) and set(found) == wanted, board.fen()
+    special = {name: chess.Board(fen) for name, fen in SPECIAL_CHECKS.items()}
+    sans = {name: {b.san(m) for m in checking_moves(b)} for name, b in special.items()}
+    assert sans["en passant uncovers"] == {"dxe6+"}  # both pawns leave the rook's rank
+    assert sans["en passant discovers on the king"] == {"exd6+"}
+    assert "O-O+" in sans["castling rook checks"]
+    assert sans["promotion checks"] == {"e8=Q+", "e8=R+"}
+    assert sans["king uncovers"] == {"Kc4+", "Kb4+", "Kd3+", "Kb3+", "Kd2+", "Kc2+"}
+
+
 def replies_of(board: chess.Board) -> dict[str, int]:
     moves = list(board.legal_moves)
     values = move_facts(board, moves)[:, REPLY]
@@ -200,10 +229,10 @@ def test_a_model_without_the_replies_is_spared_them() -> None:
     board = chess.Board(SCHOLAR)
     moves = [list(board.legal_moves)]
     _, full = encode_facts([board], moves, len(moves[0]))
-    _, adopted = encode_facts([board], moves, len(moves[0]), ADOPTED_FACTS)
-    assert (full[..., REPLY] == MATE).any() and not adopted[..., REPLY].any()
+    _, v13 = encode_facts([board], moves, len(moves[0]), V13_FACTS)
+    assert (full[..., REPLY] == MATE).any() and not v13[..., REPLY].any()
     others = [i for i, name in enumerate(MOVE_NAMES) if name != "reply_check"]
-    assert np.array_equal(full[..., others], adopted[..., others])
+    assert np.array_equal(full[..., others], v13[..., others])
 
 
 torch = pytest.importorskip("torch")
