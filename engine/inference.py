@@ -19,7 +19,7 @@ thing, a score per legal move, so the move policy and everything above it work u
   0.5 (positions without legal moves, which the model never saw, are not asked about).
 - ``bc``: the policy's probability of the move among the legal moves (softmax of its logits).
   It is not a win probability: where a policy rule needs an expected win (repetition damping
-  and draws score 0.5, the Stockfish fallback's 0.99 threshold, opening sampling's
+  and draws score 0.5, the Stockfish fallback's threshold, opening sampling's
   softmax(score / temperature)), a bc model's probability stands in for it.
 """
 

@@ -23,7 +23,7 @@ repetition damping, opening sampling and the Stockfish fallback). In order:
 2. ``MateInOne`` (on): when a legal move checkmates, play it (rule ``mate-in-one``).
 
 3. **Mate-consistency fallback** ``MateFallback`` (on): when the top ``fallback_top`` (5)
-   moves all have win > ``FallbackThreshold`` (0.99) — every candidate "wins", and the model
+   moves all have win > ``FallbackThreshold`` (0.9) — every candidate "wins", and the model
    cannot tell progress from shuffling — Stockfish is asked which of those moves is best
    (``go searchmoves``, limited by ``FallbackNodes``/``FallbackMs`` and by the clock) and its
    choice is played (rule ``stockfish``). With fewer than five legal moves, all of them must
@@ -35,6 +35,12 @@ repetition damping, opening sampling and the Stockfish fallback). In order:
    off and the model's best move is played. A crashed or hung Stockfish is retried (a fresh
    process) after the next ``new_game()``; a missing one only after ``StockfishPath`` or
    ``MateFallback`` is set again.
+
+   Why 0.9 and not the paper's 0.99: the training games stop once the best move is worth 0.9
+   for six plies (``generate --decided-win``), so a trained model never learns to say more than
+   "decided" — v14 scores every queen move of K+Q against K about 0.91, and at 0.99 the
+   fallback never fired: it shuffled two such endings into fifty-move draws against skill 0.
+   At 0.9 it converts three times the won positions (README, "What the rules are worth").
 
 4. **Opening sampling** ``SampleMoves`` (5), ``Temperature`` (0.005): while the engine has
    played fewer than ``SampleMoves`` moves in this game, the move is drawn from

@@ -60,7 +60,7 @@ class PolicyConfig:
         True, "MateFallback", "Stockfish picks among the top moves when all of them win"
     )
     fallback_threshold: float = setting(
-        0.99, "FallbackThreshold", "expected win above which a move counts as won", 0, 1
+        0.9, "FallbackThreshold", "expected win above which a move counts as won", 0, 1
     )
     fallback_top: int = setting(5, None, "how many top moves must all be won", 1, 218)
     stockfish_path: str = setting(
