@@ -12,6 +12,9 @@ The same question after each candidate move is the ``reply_check`` move fact: on
 is made, can the opponent give check, or mate? A quarter of v13's costly moves against skill 0
 still allow a mate (0.10 a game) or a checking tactic (0.13; docs/STUDIES.md). It is one
 reply deep and only over checks — what a player looks at before letting go of the piece.
+``next_check`` asks it for the mover once the move is made, as though the opponent passed: does
+the move threaten mate (the attacker's side, as ``threatens`` is the attacker's side of
+``threat``)?
 
 Exact and cheap: instead of testing every reply, only the moves that can check at all are
 generated — onto a square from which a piece attacks the king along the current lines (or the
@@ -157,6 +160,21 @@ def enemy_checks(board: chess.Board) -> np.ndarray:
     finally:
         board.pop()
     return out
+
+
+def next_check(board: chess.Board) -> int:
+    """After a move (the opponent to play, `board` as it stands): what the mover threatens to do
+    to the opponent's king were the opponent to pass — MATE if the mover could then checkmate,
+    CHECK if they could give check, else NO_CHECK (the ``next_check`` fact: a mating threat, the
+    attacker's side of ``reply_check``). NO_CHECK after a move that checks: the opponent must
+    answer it, so there is no pass to assume."""
+    if board.is_check():
+        return NO_CHECK
+    board.push(chess.Move.null())
+    try:
+        return reply_check(board)
+    finally:
+        board.pop()
 
 
 def reply_check(board: chess.Board) -> int:

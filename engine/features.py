@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import chess
 import numpy as np
 
-from oneply.engine.checks import enemy_checks, reply_check
+from oneply.engine.checks import enemy_checks, next_check, reply_check
 from oneply.engine.exchange import en_prise, exposed, move_exchange, opened_by, threat
 from oneply.engine.tokenizer import SQUARE_TOKEN
 
@@ -89,6 +89,12 @@ MOVE_FACTS: tuple[Fact, ...] = (
         "what the move lets the opponent do to the mover's king at once: 0 nothing, 1 give "
         "check, 2 mate",
     ),
+    Fact(
+        "next_check",
+        3,
+        "what the move threatens to do to the opponent's king next, were the opponent to pass: "
+        "0 nothing (or the move checks), 1 give check, 2 mate",
+    ),
 )
 SQUARE_NAMES = tuple(f.name for f in SQUARE_FACTS)
 MOVE_NAMES = tuple(f.name for f in MOVE_FACTS)
@@ -102,6 +108,7 @@ GROUPS: dict[str, tuple[str, ...]] = {
     "checks": ("enemy_check",),  # where the opponent could check or mate (engine/checks.py)
     "forks": ("threatens", "targets"),  # what a move attacks next: double attacks
     "replies": ("reply_check",),  # whether the opponent can then check or mate (engine/checks.py)
+    "mate_threats": ("next_check",),  # whether the mover then threatens mate (engine/checks.py)
 }
 ALL_FACTS: tuple[str, ...] = SQUARE_NAMES + MOVE_NAMES
 
@@ -293,10 +300,12 @@ def move_facts(board: chess.Board, moves: Sequence[chess.Move], facts: Wanted = 
     attacks and defends its destination once it is played (the moved piece not counted as its
     own defender; a piece behind it on the line counts, as it would in an exchange), what the
     exchange on the destination nets, what the opponent can then win elsewhere, what the
-    mover then threatens to win and whether the opponent can then check or mate (the last four
-    only when their groups are among `facts`, else 0)."""
+    mover then threatens to win, whether the opponent can then check or mate and whether the
+    mover then threatens mate (the last five only when their groups are among `facts`, else
+    0)."""
     exchange, threats = reads(facts, "exchange"), reads(facts, "threats")
     forks, replies = reads(facts, "forks"), reads(facts, "replies")
+    mates = reads(facts, "mate_threats")
     out = np.zeros((len(moves), len(MOVE_FACTS)), dtype=np.uint8)
     us = board.turn
     attacked = _attacked(board, us) if threats else 0
@@ -318,6 +327,7 @@ def move_facts(board: chess.Board, moves: Sequence[chess.Move], facts: Wanted = 
                 threat_bucket(threat(board, us, to, suspects)) if threats else 0,
                 *(_double_attack(board, to, lines) if forks else (0, 0)),
                 reply_check(board) if replies else 0,
+                next_check(board) if mates else 0,
             )
         finally:
             board.pop()

@@ -134,6 +134,11 @@ VARIANTS: tuple[Variant, ...] = (
         _facts(*V5_GROUPS, "exchange", "threats", "checks", "forks", "replies"),
     ),
     Variant(
+        "replies-mate-threats",
+        "forks-replies + whether each move threatens mate (were the opponent to pass)",
+        _facts(*V5_GROUPS, "exchange", "threats", "checks", "forks", "replies", "mate_threats"),
+    ),
+    Variant(
         "gap",
         "facts + weight 1 + 4 x (best - second) per position",
         _facts(*V5_GROUPS),

@@ -14,6 +14,7 @@ import pytest
 
 from oneply.engine.checks import CHECK, MATE, NO_CHECK, checking_moves, enemy_checks
 from oneply.engine.features import (
+    ADOPTED_FACTS,
     GROUPS,
     MOVE_NAMES,
     SQUARE_NAMES,
@@ -228,7 +229,7 @@ def test_reply_check_turns_over_with_the_board(name: str) -> None:
 def test_a_model_without_the_replies_is_spared_them() -> None:
     board = chess.Board(SCHOLAR)
     moves = [list(board.legal_moves)]
-    _, full = encode_facts([board], moves, len(moves[0]))
+    _, full = encode_facts([board], moves, len(moves[0]), ADOPTED_FACTS)  # v13's + replies
     _, v13 = encode_facts([board], moves, len(moves[0]), V13_FACTS)
     assert (full[..., REPLY] == MATE).any() and not v13[..., REPLY].any()
     others = [i for i, name in enumerate(MOVE_NAMES) if name != "reply_check"]

@@ -1,0 +1,92 @@
+"""The ``next_check`` move fact (group ``mate_threats``, engine/checks.py): once a move is made,
+what could the mover do to the opponent's king were the opponent to pass — check, or mate?"""
+
+from __future__ import annotations
+
+import chess
+import numpy as np
+import pytest
+
+from oneply.engine.checks import CHECK, MATE, NO_CHECK
+from oneply.engine.features import ADOPTED_FACTS, MOVE_NAMES, encode_facts, move_facts
+from oneply.engine.mirror import mirror_square
+from tests.engine.test_checks import HAND_PICKED, SPECIAL_CHECKS, random_positions
+
+NEXT = MOVE_NAMES.index("next_check")
+#: white to move after 1.e4 e5 2.Bc4 Nc6: Qh5 and Qf3 threaten Qxf7#
+SCHOLAR_WHITE = "r1bqkbnr/pppp1ppp/2n5/4p3/2B1P3/8/PPPP1PPP/RNBQK1NR w KQkq - 2 3"
+
+
+def brute_next(board: chess.Board, move: chess.Move) -> int:
+    """The move, a passed turn, then every legal move of the mover played out."""
+    board.push(move)
+    try:
+        if board.is_check():
+            return NO_CHECK
+        board.push(chess.Move.null())
+        try:
+            best = NO_CHECK
+            for follow_up in list(board.legal_moves):
+                board.push(follow_up)
+                value = MATE if board.is_checkmate() else CHECK if board.is_check() else NO_CHECK
+                board.pop()
+                best = max(best, value)
+            return best
+        finally:
+            board.pop()
+    finally:
+        board.pop()
+
+
+def threats_of(board: chess.Board) -> dict[str, int]:
+    moves = list(board.legal_moves)
+    values = move_facts(board, moves)[:, NEXT]
+    return {board.san(move): int(value) for move, value in zip(moves, values, strict=True)}
+
+
+def test_next_check_matches_the_brute_force() -> None:
+    fens = (*HAND_PICKED.values(), *SPECIAL_CHECKS.values(), SCHOLAR_WHITE)
+    boards = random_positions(50, seed=1129) + [chess.Board(fen) for fen in fens]
+    found = np.zeros(3, dtype=int)
+    for board in boards:
+        before, moves = board.fen(), list(board.legal_moves)
+        values = move_facts(board, moves)[:, NEXT]
+        assert values.tolist() == [brute_next(board, move) for move in moves], before
+        assert board.fen() == before and not board.move_stack
+        found += np.bincount(values, minlength=3)
+    assert found[NO_CHECK] > 100 and found[CHECK] > 100 and found[MATE] > 0
+
+
+def test_next_check_is_what_a_player_calls_a_mating_threat() -> None:
+    scholar = threats_of(chess.Board(SCHOLAR_WHITE))
+    assert scholar["Qh5"] == scholar["Qf3"] == MATE  # Qxf7#
+    assert scholar["Qe2"] == scholar["Nf3"] == CHECK  # Bxf7+ is there, no mate
+    assert scholar["Bxf7+"] == NO_CHECK  # a check is answered, not a threat
+    back_rank = threats_of(chess.Board("6k1/5ppp/8/8/8/8/8/R5K1 w - - 0 1"))
+    assert back_rank["Kh2"] == back_rank["Re1"] == MATE  # Ra8# / Re8# still to come
+    assert back_rank["Ra8#"] == NO_CHECK  # done, not threatened
+    assert back_rank["Rf1"] == NO_CHECK  # the f7 pawn closes the file
+    bare = threats_of(chess.Board("4k3/8/8/8/8/8/8/4K3 w - - 0 1"))
+    assert set(bare.values()) == {NO_CHECK}  # a bare king threatens nothing
+
+
+@pytest.mark.parametrize("name", HAND_PICKED)
+def test_next_check_turns_over_with_the_board(name: str) -> None:
+    board = chess.Board(HAND_PICKED[name])
+    twin = board.mirror()
+    moves = list(board.legal_moves)
+    flipped = [
+        chess.Move(mirror_square(m.from_square), mirror_square(m.to_square), m.promotion)
+        for m in moves
+    ]
+    assert np.array_equal(move_facts(board, moves)[:, NEXT], move_facts(twin, flipped)[:, NEXT])
+
+
+def test_a_model_without_the_mate_threats_is_spared_them() -> None:
+    board = chess.Board(SCHOLAR_WHITE)
+    moves = [list(board.legal_moves)]
+    _, full = encode_facts([board], moves, len(moves[0]))
+    _, adopted = encode_facts([board], moves, len(moves[0]), ADOPTED_FACTS)
+    assert (full[..., NEXT] == MATE).any() and not adopted[..., NEXT].any()
+    others = [i for i, name in enumerate(MOVE_NAMES) if name != "next_check"]
+    assert np.array_equal(full[..., others], adopted[..., others])
