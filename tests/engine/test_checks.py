@@ -26,6 +26,7 @@ from oneply.engine.features import (
     square_facts,
 )
 from oneply.engine.mirror import mirror_square
+from tests.helpers.move_facts import assert_spared, assert_turns_over_with_the_board
 
 CHANNEL = SQUARE_NAMES.index("enemy_check")
 #: black to move after 1.e4 e5 2.Bc4 Nc6 3.Qh5: Qxf7 mates, Qxe5 and Bxf7 check
@@ -216,24 +217,13 @@ def test_reply_check_is_what_a_move_lets_the_opponent_do() -> None:
 
 @pytest.mark.parametrize("name", HAND_PICKED)
 def test_reply_check_turns_over_with_the_board(name: str) -> None:
-    board = chess.Board(HAND_PICKED[name])
-    twin = board.mirror()
-    moves = list(board.legal_moves)
-    flipped = [
-        chess.Move(mirror_square(m.from_square), mirror_square(m.to_square), m.promotion)
-        for m in moves
-    ]
-    assert np.array_equal(move_facts(board, moves)[:, REPLY], move_facts(twin, flipped)[:, REPLY])
+    assert_turns_over_with_the_board(chess.Board(HAND_PICKED[name]), REPLY)
 
 
 def test_a_model_without_the_replies_is_spared_them() -> None:
-    board = chess.Board(SCHOLAR)
-    moves = [list(board.legal_moves)]
-    _, full = encode_facts([board], moves, len(moves[0]), ADOPTED_FACTS)  # v13's + replies
-    _, v13 = encode_facts([board], moves, len(moves[0]), V13_FACTS)
-    assert (full[..., REPLY] == MATE).any() and not v13[..., REPLY].any()
-    others = [i for i, name in enumerate(MOVE_NAMES) if name != "reply_check"]
-    assert np.array_equal(full[..., others], v13[..., others])
+    board = chess.Board(SCHOLAR)  # black to move: a6 or Nf6 allow Qxf7#
+    assert_spared(board, "reply_check", ADOPTED_FACTS, V13_FACTS)  # v13's + replies, v13's
+    assert MATE in replies_of(board).values()
 
 
 torch = pytest.importorskip("torch")

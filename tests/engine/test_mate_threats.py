@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from oneply.engine.checks import CHECK, MATE, NO_CHECK
-from oneply.engine.features import ADOPTED_FACTS, MOVE_NAMES, encode_facts, move_facts
-from oneply.engine.mirror import mirror_square
+from oneply.engine.features import ADOPTED_FACTS, MOVE_NAMES, move_facts
 from tests.engine.test_checks import HAND_PICKED, SPECIAL_CHECKS, random_positions
+from tests.helpers.move_facts import assert_spared, assert_turns_over_with_the_board
 
 NEXT = MOVE_NAMES.index("next_check")
 #: white to move after 1.e4 e5 2.Bc4 Nc6: Qh5 and Qf3 threaten Qxf7#
@@ -72,21 +72,10 @@ def test_next_check_is_what_a_player_calls_a_mating_threat() -> None:
 
 @pytest.mark.parametrize("name", HAND_PICKED)
 def test_next_check_turns_over_with_the_board(name: str) -> None:
-    board = chess.Board(HAND_PICKED[name])
-    twin = board.mirror()
-    moves = list(board.legal_moves)
-    flipped = [
-        chess.Move(mirror_square(m.from_square), mirror_square(m.to_square), m.promotion)
-        for m in moves
-    ]
-    assert np.array_equal(move_facts(board, moves)[:, NEXT], move_facts(twin, flipped)[:, NEXT])
+    assert_turns_over_with_the_board(chess.Board(HAND_PICKED[name]), NEXT)
 
 
 def test_a_model_without_the_mate_threats_is_spared_them() -> None:
-    board = chess.Board(SCHOLAR_WHITE)
-    moves = [list(board.legal_moves)]
-    _, full = encode_facts([board], moves, len(moves[0]))
-    _, adopted = encode_facts([board], moves, len(moves[0]), ADOPTED_FACTS)
-    assert (full[..., NEXT] == MATE).any() and not adopted[..., NEXT].any()
-    others = [i for i, name in enumerate(MOVE_NAMES) if name != "next_check"]
-    assert np.array_equal(full[..., others], adopted[..., others])
+    board = chess.Board(SCHOLAR_WHITE)  # Qh5 and Qf3 threaten Qxf7#
+    assert_spared(board, "next_check", (*ADOPTED_FACTS, "next_check"), ADOPTED_FACTS)
+    assert MATE in threats_of(board).values()
