@@ -28,6 +28,7 @@ every reply.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator
 
 import chess
@@ -78,7 +79,9 @@ def _gives_check(board: chess.Board, move: chess.Move, king: chess.Square) -> bo
     piece attacks `king` from its destination, or a slider behind its origin now does.
     Castling and en passant move a second piece: those ask python-chess."""
     origin, to = chess.BB_SQUARES[move.from_square], chess.BB_SQUARES[move.to_square]
-    if (board.kings & origin and board.is_castling(move)) or board.is_en_passant(move):
+    if board.kings & origin and board.is_castling(move):
+        return _rook_may_check(board, move, king) and board.gives_check(move)
+    if board.is_en_passant(move):
         return board.gives_check(move)
     occupied = (board.occupied & ~origin) | to
     piece = move.promotion or board.piece_type_at(move.from_square)
@@ -86,6 +89,15 @@ def _gives_check(board: chess.Board, move: chess.Move, king: chess.Square) -> bo
     if _attacks(piece, board.turn, move.to_square, occupied) & chess.BB_SQUARES[king]:
         return True
     return bool(board.attackers_mask(board.turn, king, occupied) & ~origin & ~to)
+
+
+def _rook_may_check(board: chess.Board, castling: chess.Move, king: chess.Square) -> bool:
+    """Whether the castled rook lands on `king`'s rank or file (the king, on its back rank, can
+    only discover a check there too): if not, the castling move cannot check."""
+    rank = chess.square_rank(castling.from_square)
+    rook_to = chess.square(5 if board.is_kingside_castling(castling) else 3, rank)
+    lines = chess.BB_RANK_ATTACKS[rook_to][0] | chess.BB_FILE_ATTACKS[rook_to][0]
+    return bool(lines & chess.BB_SQUARES[king])
 
 
 def _check_patterns(board: chess.Board, king: chess.Square) -> dict[chess.PieceType, int]:
@@ -117,26 +129,68 @@ def checking_moves(board: chess.Board) -> Iterator[chess.Move]:
     own = board.occupied_co[board.turn]
     promoting = board.pawns & own & (chess.BB_RANK_7 if board.turn else chess.BB_RANK_2)
     movers = _line_blockers(board, king, board.turn) | promoting
+    patterns = _check_patterns(board, king)
     ep = chess.BB_SQUARES[board.ep_square] if board.ep_square is not None else 0
-    for piece, pattern in _check_patterns(board, king).items():
-        plain = board.pieces_mask(piece, board.turn) & ~movers
-        if piece == chess.PAWN:
-            pattern &= ~ep  # en passant is tested below
-        for move in board.generate_pseudo_legal_moves(plain, pattern):
-            if not board.is_into_check(move):
-                yield move
-    others = (
-        board.generate_pseudo_legal_moves(movers, chess.BB_ALL),
-        board.generate_pseudo_legal_ep(board.pawns & own & ~movers, chess.BB_ALL),
-        board.generate_castling_moves(board.kings & own & ~movers, chess.BB_ALL),
-    )
-    for candidates in others:
-        for move in candidates:
-            if _gives_check(board, move, king) and not board.is_into_check(move):
-                yield move
+    pawns = board.pawns & own & ~movers
+    plain = [_direct_checks(board, patterns, movers)]
+    if pawns and patterns[chess.PAWN] & ~ep:  # en passant is tested below
+        plain.append(board.generate_pseudo_legal_moves(pawns, patterns[chess.PAWN] & ~ep))
+    for move in itertools.chain.from_iterable(plain):
+        if not board.is_into_check(move):
+            yield move
+    others = [board.generate_pseudo_legal_moves(movers, chess.BB_ALL)] if movers else []
+    if ep:
+        others.append(board.generate_pseudo_legal_ep(pawns, chess.BB_ALL))
+    if board.castling_rights & (chess.BB_RANK_1 if board.turn else chess.BB_RANK_8):
+        others.append(board.generate_castling_moves(board.kings & own & ~movers, chess.BB_ALL))
+    for move in itertools.chain.from_iterable(others):
+        if _gives_check(board, move, king) and not board.is_into_check(move):
+            yield move
+
+
+def _direct_checks(
+    board: chess.Board, patterns: dict[chess.PieceType, int], movers: chess.Bitboard
+) -> Iterator[chess.Move]:
+    """The pseudo-legal moves of the side to move's knights, bishops, rooks and queens that are
+    not `movers` and land on their type's check pattern (python-chess's pseudo-legal generator,
+    without its per-call set-up: this runs for every move of every position)."""
+    own = board.occupied_co[board.turn]
+    for piece in (chess.KNIGHT, chess.BISHOP, chess.ROOK, chess.QUEEN):
+        pattern = patterns[piece] & ~own
+        if not pattern:
+            continue
+        for square in chess.scan_reversed(board.pieces_mask(piece, board.turn) & ~movers):
+            for to in chess.scan_reversed(board.attacks_mask(square) & pattern):
+                yield chess.Move(square, to)
+
+
+def _king_escapes(board: chess.Board, move: chess.Move) -> bool:
+    """Whether, once the checking `move` (legal, not yet made) is played, the checked king can
+    step to a square that no piece of the mover attacks: then `move` does not mate. Read off the
+    bitboards without making the move, so that most checks skip ``_mates``'s push. Castling and
+    en passant move a second piece: never answered here (False: ask the board)."""
+    if board.is_castling(move) or board.is_en_passant(move):
+        return False
+    mover = board.turn
+    king = board.king(not mover)
+    assert king is not None
+    origin, to = chess.BB_SQUARES[move.from_square], chess.BB_SQUARES[move.to_square]
+    piece = move.promotion or board.piece_type_at(move.from_square)
+    assert piece is not None
+    occupied = ((board.occupied & ~origin) | to) & ~chess.BB_SQUARES[king]
+    moved = _attacks(piece, mover, move.to_square, occupied)
+    blocked = board.occupied_co[not mover] & ~to  # a piece taken on `to` no longer blocks
+    for square in chess.scan_reversed(chess.BB_KING_ATTACKS[king] & ~blocked):
+        if not moved & chess.BB_SQUARES[square] and not (
+            board.attackers_mask(mover, square, occupied) & ~origin
+        ):
+            return True
+    return False
 
 
 def _mates(board: chess.Board, move: chess.Move) -> bool:
+    if _king_escapes(board, move):
+        return False
     board.push(move)
     try:
         return not any(board.generate_legal_moves())
