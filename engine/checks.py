@@ -91,6 +91,14 @@ def _gives_check(board: chess.Board, move: chess.Move, king: chess.Square) -> bo
     return bool(board.attackers_mask(board.turn, king, occupied) & ~origin & ~to)
 
 
+#: where the other king must stand for a castling move of `color` to give check: on its back
+#: rank, or on the d- or f-file where the rook lands (``_rook_may_check``)
+_CASTLING_CHECKS = {
+    color: (chess.BB_RANK_1 if color else chess.BB_RANK_8) | chess.BB_FILE_D | chess.BB_FILE_F
+    for color in chess.COLORS
+}
+
+
 def _rook_may_check(board: chess.Board, castling: chess.Move, king: chess.Square) -> bool:
     """Whether the castled rook lands on `king`'s rank or file (the king, on its back rank, can
     only discover a check there too): if not, the castling move cannot check."""
@@ -141,7 +149,8 @@ def checking_moves(board: chess.Board) -> Iterator[chess.Move]:
     others = [board.generate_pseudo_legal_moves(movers, chess.BB_ALL)] if movers else []
     if ep:
         others.append(board.generate_pseudo_legal_ep(pawns, chess.BB_ALL))
-    if board.castling_rights & (chess.BB_RANK_1 if board.turn else chess.BB_RANK_8):
+    backrank = chess.BB_RANK_1 if board.turn else chess.BB_RANK_8
+    if board.castling_rights & backrank and chess.BB_SQUARES[king] & _CASTLING_CHECKS[board.turn]:
         others.append(board.generate_castling_moves(board.kings & own & ~movers, chess.BB_ALL))
     for move in itertools.chain.from_iterable(others):
         if _gives_check(board, move, king) and not board.is_into_check(move):
