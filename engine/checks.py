@@ -79,9 +79,7 @@ def _gives_check(board: chess.Board, move: chess.Move, king: chess.Square) -> bo
     piece attacks `king` from its destination, or a slider behind its origin now does.
     Castling and en passant move a second piece: those ask python-chess."""
     origin, to = chess.BB_SQUARES[move.from_square], chess.BB_SQUARES[move.to_square]
-    if board.kings & origin and board.is_castling(move):
-        return _rook_may_check(board, move, king) and board.gives_check(move)
-    if board.is_en_passant(move):
+    if (board.kings & origin and board.is_castling(move)) or board.is_en_passant(move):
         return board.gives_check(move)
     occupied = (board.occupied & ~origin) | to
     piece = move.promotion or board.piece_type_at(move.from_square)
@@ -92,20 +90,12 @@ def _gives_check(board: chess.Board, move: chess.Move, king: chess.Square) -> bo
 
 
 #: where the other king must stand for a castling move of `color` to give check: on its back
-#: rank, or on the d- or f-file where the rook lands (``_rook_may_check``)
+#: rank, or on the d- or f-file where the rook lands (the king, leaving a back-rank square,
+#: can only uncover a line along that rank)
 _CASTLING_CHECKS = {
     color: (chess.BB_RANK_1 if color else chess.BB_RANK_8) | chess.BB_FILE_D | chess.BB_FILE_F
     for color in chess.COLORS
 }
-
-
-def _rook_may_check(board: chess.Board, castling: chess.Move, king: chess.Square) -> bool:
-    """Whether the castled rook lands on `king`'s rank or file (the king, on its back rank, can
-    only discover a check there too): if not, the castling move cannot check."""
-    rank = chess.square_rank(castling.from_square)
-    rook_to = chess.square(5 if board.is_kingside_castling(castling) else 3, rank)
-    lines = chess.BB_RANK_ATTACKS[rook_to][0] | chess.BB_FILE_ATTACKS[rook_to][0]
-    return bool(lines & chess.BB_SQUARES[king])
 
 
 def _check_patterns(board: chess.Board, king: chess.Square) -> dict[chess.PieceType, int]:
@@ -140,9 +130,10 @@ def checking_moves(board: chess.Board) -> Iterator[chess.Move]:
     patterns = _check_patterns(board, king)
     ep = chess.BB_SQUARES[board.ep_square] if board.ep_square is not None else 0
     pawns = board.pawns & own & ~movers
+    pawn_checks = patterns[chess.PAWN] & ~ep  # en passant is tested below
     plain = [_direct_checks(board, patterns, movers)]
-    if pawns and patterns[chess.PAWN] & ~ep:  # en passant is tested below
-        plain.append(board.generate_pseudo_legal_moves(pawns, patterns[chess.PAWN] & ~ep))
+    if pawns and pawn_checks:
+        plain.append(board.generate_pseudo_legal_moves(pawns, pawn_checks))
     for move in itertools.chain.from_iterable(plain):
         if not board.is_into_check(move):
             yield move
