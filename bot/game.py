@@ -28,7 +28,7 @@ from oneply.bot.chat import Activity, ChatContext, Conversation
 from oneply.bot.config import BotConfig
 from oneply.bot.config_checks import MAX_CHAT
 from oneply.bot.lichess import Lichess, RateLimited, is_transient, status_of
-from oneply.engine.clock import MAX_THINK_MS, think_budget_ms
+from oneply.engine.clock import MAX_THINK_MS, MeasuredOverhead, think_budget_ms
 from oneply.engine.fallback import Fallback
 from oneply.engine.files import write_atomic
 from oneply.engine.inference import MoveScore
@@ -54,10 +54,11 @@ def millis(value: Any) -> int | None:
     return int(value)
 
 
-def think_time(remaining_ms: int | None, increment_ms: int | None) -> float:
+def think_time(remaining_ms: int | None, increment_ms: int | None, overhead_ms: float = 0) -> float:
     """Seconds we may spend on this move: engine/clock.py's budget, the same as the UCI
-    engine's; MAX_THINK_MS for a game without a clock (correspondence, unlimited)."""
-    budget_ms = think_budget_ms(remaining_ms, increment_ms)
+    engine's, with the bot's measured cost of a move outside thinking as its overhead;
+    MAX_THINK_MS for a game without a clock (correspondence, unlimited)."""
+    budget_ms = think_budget_ms(remaining_ms, increment_ms, None, overhead_ms)
     seconds: float = (MAX_THINK_MS if budget_ms is None else budget_ms) / 1000
     return seconds
 
@@ -123,6 +124,9 @@ class Game:
         self.abort_timer: threading.Timer | None = None
         self.pgn_path: Path | None = None
         self.tree: TreeSearch | None = None  # engine.search's look-ahead, kept move to move
+        self.search_seconds = 0.0  # the look-ahead's share of the move being played
+        self.overhead = MeasuredOverhead()
+        self.last_clock: tuple[int, float] | None = None  # our clock and search ms, last move
         self.conversation = Conversation(services.config.chat, services.lichess.username)
 
     @property
@@ -269,6 +273,7 @@ class Game:
         self.tree.scorer.timeout = timeout
         limits = Limits(nodes=search.nodes, seconds=search.time_share * budget, stop=self.stop)
         info, ranked = self.tree.rank(board, limits)
+        self.search_seconds = info.seconds
         log.info(
             "event=search game=%s ply=%d nodes=%d depth=%d seldepth=%d nps=%d time_ms=%d "
             "budget_ms=%d pv=%s",
@@ -290,7 +295,10 @@ class Game:
         started = time.monotonic()
         remaining, increment = self._clock()
         board = self.board.copy()
-        move, win, rule = self.choose(policy, board, think_time(remaining, increment))
+        self._measure_overhead(remaining, increment)
+        overhead_ms = self.overhead.ms
+        budget = think_time(remaining, increment, overhead_ms)
+        move, win, rule = self.choose(policy, board, budget)
         self.last_win = win
         if self._should_resign(win):
             log.info("event=resign game=%s win=%.3f", self.id, win)
@@ -304,8 +312,11 @@ class Game:
                 raise Resync from error
             raise
         self.moved_at_ply = board.ply()
+        if remaining is not None:
+            self.last_clock = (remaining, 1000 * self.search_seconds)
         log.info(
-            "event=move game=%s ply=%d move=%s win=%s rule=%s time_ms=%d clock_ms=%s",
+            "event=move game=%s ply=%d move=%s win=%s rule=%s time_ms=%d clock_ms=%s "
+            "overhead_ms=%d",
             self.id,
             board.ply(),
             move.uci(),
@@ -313,7 +324,17 @@ class Game:
             rule,
             (time.monotonic() - started) * 1000,
             remaining,
+            overhead_ms,
         )
+
+    def _measure_overhead(self, remaining: int | None, increment: int | None) -> None:
+        """What our last move cost on the server's clock beyond its search: stream and
+        request latency and our own work, which the bot's wall clock alone would miss."""
+        if remaining is not None and self.last_clock is not None:
+            before, search_ms = self.last_clock
+            self.overhead.add(before + (increment or 0) - remaining, search_ms)
+        self.last_clock = None
+        self.search_seconds = 0.0
 
     def _should_resign(self, win: float | None) -> bool:
         rules = self.s.config.resign

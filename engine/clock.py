@@ -2,15 +2,24 @@
 
 One formula, so an engine in a GUI and the bot on Lichess spend their clock the same way:
 
-    budget = min(left / moves_to_go + 3/4 · increment, left / 3) − overhead
+    usable = left − reserve · max(0, overhead − increment)
+    budget = min(usable / moves_to_go + 3/4 · increment, usable / 3) − overhead
 
 clamped to [MIN_THINK_MS, MAX_THINK_MS]. `moves_to_go` is UCI's `movestogo` when given, else
 DEFAULT_MOVES_TO_GO. A third of the clock at most keeps a reserve even when the increment is
 large compared with what is left; three quarters of the increment leaves a quarter of it for
-lag. The overhead is UCI's `Move Overhead` (GUI and pipe latency); the bot passes none,
-Lichess compensates network lag itself. oneply's forward pass takes milliseconds: the budget
-bounds what can take longer, the Stockfish fallbacks (engine/policy.py, engine/fallback.py),
-and MAX_THINK_MS keeps a long clock from being spent on them.
+lag. The overhead is what each move costs beyond thinking: UCI's `Move Overhead` (GUI and
+pipe latency), or what the bot measures its moves to cost outside the search (Lichess
+compensates network lag, not the bot's own work). Each move's budget pays its own overhead;
+in sudden death (no `movestogo`), `reserve` = SUDDEN_DEATH_RESERVE_MOVES moves' overhead is
+also set aside for the moves after the assumed `moves_to_go`: the budget shrinks with the
+clock, the per-move cost does not, and a long 1+0 game with the look-ahead on ran out of time
+on it (simulated at 55 ms a move: flag after ~176 moves before, ~300 with the reserve). An
+increment at least as large as the overhead pays for it and reserves nothing; with
+`movestogo` the clock is refilled and nothing beyond the moves' own overhead is needed.
+oneply's forward pass takes milliseconds: the budget bounds what can take longer, the
+look-ahead and the Stockfish fallbacks (engine/policy.py, engine/fallback.py), and
+MAX_THINK_MS keeps a long clock from being spent on them.
 """
 
 from __future__ import annotations
@@ -21,6 +30,8 @@ DEFAULT_MOVES_TO_GO = 30
 INCREMENT_SHARE = 0.75
 #: never more than this share of the time left
 MAX_CLOCK_SHARE = 1 / 3
+#: moves whose overhead is set aside when no `movestogo` says when the clock is refilled
+SUDDEN_DEATH_RESERVE_MOVES = 100
 #: a budget is never below this (time to answer at all) ...
 MIN_THINK_MS = 1.0
 #: ... nor above this: a searchless engine never needs more
@@ -37,9 +48,32 @@ def think_budget_ms(
     unlimited, UCI `go` without a clock)."""
     if left_ms is None:
         return None
-    left = max(0.0, float(left_ms))
-    moves = moves_to_go if moves_to_go and moves_to_go > 0 else DEFAULT_MOVES_TO_GO
-    share = min(
-        left / moves + INCREMENT_SHARE * max(0.0, float(increment_ms or 0)), left * MAX_CLOCK_SHARE
-    )
+    increment = max(0.0, float(increment_ms or 0))
+    if moves_to_go is not None and moves_to_go > 0:
+        moves, reserve = moves_to_go, 0
+    else:  # sudden death
+        moves, reserve = DEFAULT_MOVES_TO_GO, SUDDEN_DEATH_RESERVE_MOVES
+    usable = max(0.0, float(left_ms)) - reserve * max(0.0, overhead_ms - increment)
+    share = min(usable / moves + INCREMENT_SHARE * increment, usable * MAX_CLOCK_SHARE)
     return max(MIN_THINK_MS, min(MAX_THINK_MS, share - overhead_ms))
+
+
+class MeasuredOverhead:
+    """What a move costs beyond thinking, measured move by move (the bot's `overhead_ms`):
+    the median of the last `window` moves' wall time outside the look-ahead, so one slow
+    move (the first model call, a retried request) does not set aside a whole clock."""
+
+    def __init__(self, window: int = 5) -> None:
+        self.window = window
+        self.costs_ms: list[float] = []
+
+    def add(self, move_ms: float, thinking_ms: float) -> None:
+        self.costs_ms = [*self.costs_ms, max(0.0, move_ms - thinking_ms)][-self.window :]
+
+    @property
+    def ms(self) -> float:
+        """0 before the first move is measured."""
+        if not self.costs_ms:
+            return 0.0
+        ordered = sorted(self.costs_ms)
+        return ordered[len(ordered) // 2]

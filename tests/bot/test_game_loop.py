@@ -99,7 +99,9 @@ def test_full_game_with_search_on_a_bullet_clock_never_loses_on_time(
     server, tmp_path, scorer, caplog, stockfish
 ):
     """engine.search on, 1+0 with the bot's clock running on the server: every move is
-    searched within its share of engine/clock.py's budget, and the game ends on the board."""
+    searched within its share of engine/clock.py's budget, which sets aside the measured cost
+    of the moves to come, and the game ends on the board (once flagged at ply 372 when the
+    budget ignored that cost)."""
     caplog.set_level(logging.INFO, logger="oneply.bot")
     search = {"enabled": True, "time_share": 0.5, "batch": 8}
     config = make_config(server, tmp_path, engine={"fallback": "random", "search": search})
@@ -124,10 +126,22 @@ def test_full_game_with_search_on_a_bullet_clock_never_loses_on_time(
     moves = [r.getMessage() for r in caplog.records if "event=move " in r.getMessage()]
     assert len(searches) == len(moves) == (len(game.moves) + 1) // 2 >= 10
     fields = [dict(w.split("=", 1) for w in m.split() if "=" in w) for m in searches]
-    # the search keeps inside its budget (time_share of it, plus at most one model call)
-    assert all(int(f["time_ms"]) <= int(f["budget_ms"]) for f in fields), fields
+
+    # the search keeps inside time_share of its budget but for its last batch of leaves (one
+    # model call, which a loaded machine can make slower than the share: timed at its own rate)
+    def before_last_batch_ms(f: dict[str, str]) -> float:
+        nodes = int(f["nodes"])
+        return int(f["time_ms"]) * max(0, nodes - search["batch"]) / max(1, nodes)
+
+    late = [f for f in fields if before_last_batch_ms(f) > 0.5 * int(f["budget_ms"]) + 1]
+    assert not late, late
     assert sum(int(f["nodes"]) > 1 for f in fields) >= len(fields) // 2  # it did look ahead
     assert len(game.think_ms) == len(moves) - 1  # the first move is off the clock
+    # the bot reads what each move cost on the server's clock beyond its search, and budgets
+    # for it (engine/clock.py); the first two moves have nothing measured yet (first: no move
+    # before it; second: the first was off the clock)
+    overheads = [int(m.split("overhead_ms=")[1].split()[0]) for m in moves]
+    assert overheads[:2] == [0, 0] and all(ms > 0 for ms in overheads[2:]), overheads
 
 
 def test_two_concurrent_games(server, tmp_path, scorer):
