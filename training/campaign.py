@@ -74,17 +74,32 @@ RANK_WEIGHT = 1.0
 MAX_PASSES = 2.0
 
 
-#: how much the labelling yields to the trainers (nice, and Linux's autogroup nice): at equal
-#: priority each session's process group gets an equal share of the CPU, so on two cores the
-#: generate group (its Python worker and Stockfish) ran 3x ahead of what a trainer reads
-#: while each trainer got half a core (2026-11-26: 3.5 s a step with a fork beside it)
+#: how much the trainers yield to a single labelling worker (nice, and Linux's autogroup nice):
+#: at depth 6 the labels bind. At equal priority each session's process group gets an equal
+#: share of the CPU, so two trainers beside one generate group held Stockfish to 33-47% of a
+#: core and the labelling to 20 positions/s; with the trainers' groups at nice 10 it took
+#: 87% and labelled 34-35/s while the trainers still made 0.33 and 0.25 steps/s (about what
+#: they made before: they had been waiting for positions, 2026-11-29). One worker uses one
+#: core at most, so the trainers keep the other.
+TRAIN_NICE = 10
+#: ... and how much two labelling workers (a fork with labels of its own) yield to the
+#: trainers: at equal priority they would take both cores (2026-11-26, at depth 2, the
+#: generate group ran three times ahead of what a trainer read)
 GENERATE_NICE = 2
+
+
+def launch_niceness(name: str, labellers: int) -> int:
+    """The priority `start` gives its process `name`: one labelling worker first, the
+    trainers on what it leaves; two labellers after the trainers."""
+    if name.endswith("generate"):
+        return GENERATE_NICE if labellers > 1 else 0
+    return TRAIN_NICE if labellers <= 1 else 0
 
 
 def _yield_cpu(niceness: int) -> None:
     """In the launched child: lower its priority by `niceness`. With autogroup scheduling
     (Linux's default for desktop kernels) plain nice only ranks processes inside a session's
-    group; the group's own nice, in /proc/self/autogroup, ranks it against the trainers'."""
+    group; the group's own nice, in /proc/self/autogroup, ranks it against the other groups."""
     os.nice(niceness)
     autogroup = Path("/proc/self/autogroup")
     if autogroup.exists():
@@ -167,10 +182,11 @@ def start(args: argparse.Namespace) -> int:
         own = str(fork_dir(args.data)) if own_generate else None
         write_fork_record(args.out, ForkRecord(extra, own, args.fork_depth, own_generate))
     pids = {}
+    labellers = sum(name.endswith("generate") for name in commands)
     for name, command in commands.items():
         if name.endswith("generate") and args.no_generate:
             continue
-        niceness = GENERATE_NICE if name.endswith("generate") else 0
+        niceness = launch_niceness(name, labellers)
         pids[name] = _launch(command, out.parent / f"{out.name}-{name}.log", niceness)
         print(f"{name}: pid {pids[name]}, log {out.parent / f'{out.name}-{name}.log'}")
         print("  " + " ".join(command[2:]))

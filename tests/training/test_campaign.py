@@ -254,7 +254,9 @@ def test_start_refuses_a_run_an_earlier_session_saved_and_data_of_another_seed(
     campaign.check_data(generate)  # the same seed and depth: generate resumes the directory
 
 
-def test_the_labelling_is_launched_yielding_cpu_to_the_trainers(tmp_path: Path) -> None:
+def test_a_launched_process_yields_cpu_by_nice_and_by_its_sessions_autogroup(
+    tmp_path: Path,
+) -> None:
     show = "import os, pathlib; p = pathlib.Path('/proc/self/autogroup'); "
     show += "print(os.nice(0)); print(p.read_text() if p.exists() else 'no autogroup')"
     log = tmp_path / "child.log"
@@ -265,9 +267,7 @@ def test_the_labelling_is_launched_yielding_cpu_to_the_trainers(tmp_path: Path) 
     assert autogroup == "no autogroup" or autogroup.endswith(" nice 3")  # its own session's
 
 
-def test_start_launches_the_labelling_at_lower_priority_than_the_trainers(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def launched_niceness(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *extra: str):
     launched: dict[str, int] = {}
 
     def launch(command: list[str], log: Path, niceness: int = 0) -> int:
@@ -276,8 +276,26 @@ def test_start_launches_the_labelling_at_lower_priority_than_the_trainers(
 
     monkeypatch.setattr(campaign, "_launch", launch)
     argv = ["start", "--out", str(tmp_path / "run"), "--data", str(tmp_path / "fresh")]
-    assert campaign.run(_args(*argv, "--fork-depth", "4", "--ledger", str(tmp_path))) == 0
+    assert campaign.run(_args(*argv, *extra, "--ledger", str(tmp_path))) == 0
+    return launched
+
+
+def test_one_labelling_worker_goes_first_and_the_trainers_share_what_it_leaves(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    launched = launched_niceness(tmp_path, monkeypatch, "--fork", "--lr 1e-4")
     assert launched == {
+        "generate:run-generate.log": 0,
+        "fit:run-fit.log": campaign.TRAIN_NICE,
+        "fit:run-fork.log": campaign.TRAIN_NICE,
+    }
+    assert campaign.TRAIN_NICE > 0
+
+
+def test_two_labelling_workers_yield_to_the_trainers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert launched_niceness(tmp_path, monkeypatch, "--fork-depth", "4") == {
         "generate:run-generate.log": campaign.GENERATE_NICE,
         "generate:run-fork-generate.log": campaign.GENERATE_NICE,
         "fit:run-fit.log": 0,
