@@ -126,7 +126,6 @@ class Game:
         self.tree: TreeSearch | None = None  # engine.search's look-ahead, kept move to move
         self.search_seconds = 0.0  # the look-ahead's share of the move being played
         self.overhead = MeasuredOverhead()
-        self.last_clock: tuple[int, float] | None = None  # our clock and search ms, last move
         self.conversation = Conversation(services.config.chat, services.lichess.username)
 
     @property
@@ -295,7 +294,8 @@ class Game:
         started = time.monotonic()
         remaining, increment = self._clock()
         board = self.board.copy()
-        self._measure_overhead(remaining, increment)
+        self.overhead.turn(remaining, increment)
+        self.search_seconds = 0.0
         overhead_ms = self.overhead.ms
         budget = think_time(remaining, increment, overhead_ms)
         move, win, rule = self.choose(policy, board, budget)
@@ -312,8 +312,7 @@ class Game:
                 raise Resync from error
             raise
         self.moved_at_ply = board.ply()
-        if remaining is not None:
-            self.last_clock = (remaining, 1000 * self.search_seconds)
+        self.overhead.moved(remaining, 1000 * self.search_seconds)
         log.info(
             "event=move game=%s ply=%d move=%s win=%s rule=%s time_ms=%d clock_ms=%s "
             "overhead_ms=%d",
@@ -326,15 +325,6 @@ class Game:
             remaining,
             overhead_ms,
         )
-
-    def _measure_overhead(self, remaining: int | None, increment: int | None) -> None:
-        """What our last move cost on the server's clock beyond its search: stream and
-        request latency and our own work, which the bot's wall clock alone would miss."""
-        if remaining is not None and self.last_clock is not None:
-            before, search_ms = self.last_clock
-            self.overhead.add(before + (increment or 0) - remaining, search_ms)
-        self.last_clock = None
-        self.search_seconds = 0.0
 
     def _should_resign(self, win: float | None) -> bool:
         rules = self.s.config.resign

@@ -59,16 +59,30 @@ def think_budget_ms(
 
 
 class MeasuredOverhead:
-    """What a move costs beyond thinking, measured move by move (the bot's `overhead_ms`):
-    the median of the last `window` moves' wall time outside the look-ahead, so one slow
-    move (the first model call, a retried request) does not set aside a whole clock."""
+    """What a move costs beyond thinking (the bot's `overhead_ms`), read off the server's
+    clock: the clock before our move, plus the increment, less the clock at our next turn,
+    less the move's own thinking — stream and request latency and our own work, which a wall
+    clock on our side would miss. The median of the last `window` moves, so one slow move (the
+    first model call, a retried request) does not set aside a whole clock."""
 
     def __init__(self, window: int = 5) -> None:
         self.window = window
         self.costs_ms: list[float] = []
+        self.pending: tuple[float, float] | None = None  # (clock before, thinking) of our move
 
     def add(self, move_ms: float, thinking_ms: float) -> None:
         self.costs_ms = [*self.costs_ms, max(0.0, move_ms - thinking_ms)][-self.window :]
+
+    def moved(self, clock_ms: float | None, thinking_ms: float) -> None:
+        """Our move is sent: the clock it started from (None: no clock) and its thinking."""
+        self.pending = None if clock_ms is None else (clock_ms, thinking_ms)
+
+    def turn(self, clock_ms: float | None, increment_ms: float | None) -> None:
+        """Our turn again: the clock now says what the last move cost."""
+        if clock_ms is not None and self.pending is not None:
+            before, thinking_ms = self.pending
+            self.add(before + (increment_ms or 0) - clock_ms, thinking_ms)
+        self.pending = None
 
     @property
     def ms(self) -> float:
