@@ -99,7 +99,7 @@ def test_full_game_with_search_on_a_bullet_clock_never_loses_on_time(
     server, tmp_path, scorer, caplog, stockfish
 ):
     """engine.search on, 1+0 with the bot's clock running on the server: every move is
-    searched within its share of engine/clock.py's budget, which sets aside the measured cost
+    searched within engine/clock.py's budget, which sets aside the measured cost
     of the moves to come, and the game ends on the board (once flagged at ply 372 when the
     budget ignored that cost)."""
     caplog.set_level(logging.INFO, logger="oneply.bot")
@@ -127,13 +127,11 @@ def test_full_game_with_search_on_a_bullet_clock_never_loses_on_time(
     assert len(searches) == len(moves) == (len(game.moves) + 1) // 2 >= 10
     fields = [dict(w.split("=", 1) for w in m.split() if "=" in w) for m in searches]
 
-    # the search keeps inside time_share of its budget but for its last batch of leaves (one
-    # model call, which a loaded machine can make slower than the share: timed at its own rate)
-    def before_last_batch_ms(f: dict[str, str]) -> float:
-        nodes = int(f["nodes"])
-        return int(f["time_ms"]) * max(0, nodes - search["batch"]) / max(1, nodes)
-
-    late = [f for f in fields if before_last_batch_ms(f) > 0.5 * int(f["budget_ms"]) + 1]
+    # the search stops before a model call that would end past time_share of the budget
+    # (tests/engine/test_search.py holds that with a scorer of fixed delay); here, on a real
+    # clock and a machine that may be loaded, each search stays inside its whole budget: the
+    # other half is the slack for a call slower than the last one
+    late = [f for f in fields if int(f["time_ms"]) > int(f["budget_ms"])]
     assert not late, late
     assert sum(int(f["nodes"]) > 1 for f in fields) >= len(fields) // 2  # it did look ahead
     assert len(game.think_ms) == len(moves) - 1  # the first move is off the clock
