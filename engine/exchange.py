@@ -126,6 +126,28 @@ def en_prise(board: chess.Board, square: chess.Square) -> bool:
     )
 
 
+def safe_moves(board: chess.Board, square: chess.Square, enough: int = 3) -> int:
+    """How many squares the piece on `square` could move to without losing material in the
+    exchange that follows (its attacks, not onto its own pieces; pins ignored, as everywhere in
+    static exchange), counted up to `enough`: 0 is a trapped piece, which a player sees and a
+    network must otherwise assemble from every destination's attackers and their values."""
+    piece = board.piece_at(square)
+    if piece is None:
+        raise ValueError(f"no piece on {chess.square_name(square)}")
+    value, color = PIECE_VALUE[piece.piece_type], piece.color
+    left = board.occupied & ~chess.BB_SQUARES[square]
+    count = 0
+    for to in chess.SquareSet(board.attacks_mask(square) & ~board.occupied_co[color]):
+        captured = board.piece_type_at(to)
+        taken = PIECE_VALUE[captured] if captured else 0
+        occupied = left | chess.BB_SQUARES[to]
+        if taken >= value or taken >= exchange_gain(board, to, not color, occupied, value):
+            count += 1
+            if count >= enough:
+                break
+    return count
+
+
 def exposed(
     board: chess.Board,
     color: chess.Color,

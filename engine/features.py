@@ -28,7 +28,14 @@ import chess
 import numpy as np
 
 from oneply.engine.checks import enemy_checks, next_check, reply_check
-from oneply.engine.exchange import en_prise, exposed, move_exchange, opened_by, threat
+from oneply.engine.exchange import (
+    en_prise,
+    exposed,
+    move_exchange,
+    opened_by,
+    safe_moves,
+    threat,
+)
 from oneply.engine.tokenizer import SQUARE_TOKEN
 
 
@@ -51,6 +58,12 @@ SQUARE_FACTS: tuple[Fact, ...] = (
         "enemy_check",
         3,
         "were it the opponent's turn: 0 no move onto the square checks, 1 one checks, 2 one mates",
+    ),
+    Fact(
+        "safe_moves",
+        5,
+        "for a knight, bishop, rook or queen of either side: 1 + the squares it could move to "
+        "without losing material by static exchange, up to 3 (1: trapped); 0 elsewhere",
     ),
 )
 #: per candidate move (input ``move_facts`` [B, N, len(MOVE_FACTS)]); padded slots are 0
@@ -109,6 +122,7 @@ GROUPS: dict[str, tuple[str, ...]] = {
     "forks": ("threatens", "targets"),  # what a move attacks next: double attacks
     "replies": ("reply_check",),  # whether the opponent can then check or mate (engine/checks.py)
     "mate_threats": ("next_check",),  # whether the mover then threatens mate (engine/checks.py)
+    "mobility": ("safe_moves",),  # trapped pieces: safe squares per piece (engine/exchange.py)
 }
 ALL_FACTS: tuple[str, ...] = SQUARE_NAMES + MOVE_NAMES
 
@@ -224,7 +238,8 @@ def _count_attacks(board: chess.Board, color: chess.Color) -> np.ndarray:
 
 def square_facts(board: chess.Board, facts: Wanted = True) -> np.ndarray:
     """uint8 [64, len(SQUARE_FACTS)] for the real squares, from the side to move (without
-    the exchange group among `facts`, ``en_prise`` stays 0; without checks, ``enemy_check``)."""
+    the exchange group among `facts`, ``en_prise`` stays 0; without checks, ``enemy_check``;
+    without mobility, ``safe_moves``)."""
     exchange = reads(facts, "exchange")
     us, them = board.turn, not board.turn
     out = np.zeros((64, len(SQUARE_FACTS)), dtype=np.uint8)
@@ -239,6 +254,10 @@ def square_facts(board: chess.Board, facts: Wanted = True) -> np.ndarray:
                 out[square, 3] = flag  # attacked at all (counted above) before the swap
     if reads(facts, "checks"):
         out[:, 4] = enemy_checks(board)
+    if reads(facts, "mobility"):
+        pieces = board.knights | board.bishops | board.rooks | board.queens
+        for square in chess.SquareSet(pieces):
+            out[square, 5] = 1 + safe_moves(board, square)
     return out
 
 

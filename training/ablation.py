@@ -139,6 +139,20 @@ VARIANTS: tuple[Variant, ...] = (
         _facts(*V5_GROUPS, "exchange", "threats", "checks", "forks", "replies", "mate_threats"),
     ),
     Variant(
+        "mate-threats-mobility",
+        "replies-mate-threats + how many safe squares each piece has (trapped pieces)",
+        _facts(
+            *V5_GROUPS,
+            "exchange",
+            "threats",
+            "checks",
+            "forks",
+            "replies",
+            "mate_threats",
+            "mobility",
+        ),
+    ),
+    Variant(
         "gap",
         "facts + weight 1 + 4 x (best - second) per position",
         _facts(*V5_GROUPS),
