@@ -111,7 +111,7 @@ MOVE_FACTS: tuple[Fact, ...] = (
 )
 SQUARE_NAMES = tuple(f.name for f in SQUARE_FACTS)
 MOVE_NAMES = tuple(f.name for f in MOVE_FACTS)
-#: groups the sample-efficiency table switches on one at a time (training/ablation.py)
+#: groups the sample-efficiency table switches on one at a time (training/ablation_variants.py)
 GROUPS: dict[str, tuple[str, ...]] = {
     "attacks": ("own_attackers", "enemy_attackers"),
     "pins": ("pinned",),
@@ -133,7 +133,7 @@ def _declared(groups: Sequence[str]) -> tuple[str, ...]:
     return tuple(name for name in ALL_FACTS if name in wanted)
 
 
-#: the groups of v5 – v7 (and of the 500k table's base rows, training/ablation.py)
+#: the groups of v5 – v7 (and of the 500k table's base rows, training/ablation_variants.py)
 V5_GROUPS: tuple[str, ...] = ("attacks", "pins", "move_facts")
 V5_FACTS: tuple[str, ...] = _declared(V5_GROUPS)
 #: the groups of v8 (bundled 2026-11-25, before v9 added the threats)
