@@ -216,6 +216,31 @@ def test_a_warm_start_that_adds_the_threats_keeps_v8_and_its_file_reads_them(tmp
     assert not np.allclose(learnt[mask], expected[mask], atol=1e-3)
 
 
+def test_a_warm_start_that_adds_a_square_channel_keeps_its_source_and_its_file_reads_it(
+    tmp_path,
+) -> None:
+    """The campaign's path to the `mobility` group (square channel 5, after the latest's
+    fifteen facts): the grown model scores as its source until its safe_moves rows learn; then
+    its own file, fed the new channel by the engine, scores as torch does."""
+    torch.manual_seed(8)
+    latest = ADOPTED_FACTS + GROUPS["mate_threats"]
+    source_model = ActionValueModel(dataclasses.replace(PRESETS["tiny"], features=latest))
+    randomise_fact_tables(source_model)
+    path, grown = tmp_path / "latest.onnx", tmp_path / "mobility.onnx"
+    export_model(source_model.eval(), path, preset="tiny")
+    config, _ = init_model_config(load_init(path), "", check_names(latest + GROUPS["mobility"]))
+    model = ActionValueModel(config).eval()
+    load_weights(model, load_init(path))
+    _, mask, expected = scores_as_file(model, path)
+    safe = model.square_offsets[SQUARE_NAMES.index("safe_moves")]
+    assert not model.square_fact_embed.weight[safe:].any()
+    with torch.no_grad():
+        model.square_fact_embed.weight[safe:].normal_(0, 0.5)  # the safe_moves values
+    export_model(model, grown, preset="tiny")
+    _, _, learnt = scores_as_file(model, grown)
+    assert not np.allclose(learnt[mask], expected[mask], atol=1e-3)
+
+
 def test_format_4_file_declares_the_fact_inputs_and_old_files_do_not(tmp_path) -> None:
     torch.manual_seed(5)
     facts, plain = tmp_path / "facts.onnx", tmp_path / "plain.onnx"
