@@ -5,14 +5,13 @@ them."""
 
 from __future__ import annotations
 
-import random
-
 import chess
 import numpy as np
 import pytest
 
 from oneply.engine.exchange import move_exchange, safe_moves
 from oneply.engine.features import ADOPTED_FACTS, SQUARE_NAMES, group_facts, square_facts
+from tests.engine.test_checks import random_positions
 
 SAFE = SQUARE_NAMES.index("safe_moves")
 MOBILITY = group_facts(["mobility"])
@@ -27,22 +26,6 @@ def by_each_destination(board: chess.Board, square: chess.Square) -> int:
     mover.turn = piece.color
     targets = board.attacks_mask(square) & ~board.occupied_co[piece.color]
     return sum(move_exchange(mover, chess.Move(square, to)) >= 0 for to in chess.SquareSet(targets))
-
-
-def random_positions(count: int, seed: int) -> list[chess.Board]:
-    """Positions from random games, 10 to 60 plies in: open lines, loose and trapped pieces."""
-    rng = random.Random(seed)
-    boards = []
-    while len(boards) < count:
-        board = chess.Board()
-        for _ in range(rng.randint(10, 60)):
-            moves = list(board.legal_moves)
-            if not moves:
-                break
-            board.push(rng.choice(moves))
-        if not board.is_game_over():
-            boards.append(board)
-    return boards
 
 
 @pytest.mark.parametrize("board", random_positions(40, seed=7), ids=lambda b: b.fen())
