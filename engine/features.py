@@ -36,6 +36,7 @@ from oneply.engine.exchange import (
     safe_moves,
     threat,
 )
+from oneply.engine.structure import king_flights, passer
 from oneply.engine.tokenizer import SQUARE_TOKEN
 
 
@@ -64,6 +65,18 @@ SQUARE_FACTS: tuple[Fact, ...] = (
         5,
         "for a knight, bishop, rook or queen of either side: 1 + the squares it could move to "
         "without losing material by static exchange, up to 3 (1: trapped); 0 elsewhere",
+    ),
+    Fact(
+        "king_flights",
+        5,
+        "on each king's square: 1 + the squares next to it that it could step to (not its own "
+        "pieces', not attacked once it has left), up to 3 (1: no room); 0 elsewhere",
+    ),
+    Fact(
+        "passed",
+        4,
+        "on a passed pawn of either side: 1 something stands on its path, 2 its path to "
+        "promotion is empty, 3 that and the enemy king is outside its square; 0 elsewhere",
     ),
 )
 #: per candidate move (input ``move_facts`` [B, N, len(MOVE_FACTS)]); padded slots are 0
@@ -123,6 +136,8 @@ GROUPS: dict[str, tuple[str, ...]] = {
     "replies": ("reply_check",),  # whether the opponent can then check or mate (engine/checks.py)
     "mate_threats": ("next_check",),  # whether the mover then threatens mate (engine/checks.py)
     "mobility": ("safe_moves",),  # trapped pieces: safe squares per piece (engine/exchange.py)
+    "kings": ("king_flights",),  # how boxed in each king is (engine/structure.py)
+    "passers": ("passed",),  # passed pawns and the rule of the square (engine/structure.py)
 }
 ALL_FACTS: tuple[str, ...] = SQUARE_NAMES + MOVE_NAMES
 
@@ -239,7 +254,8 @@ def _count_attacks(board: chess.Board, color: chess.Color) -> np.ndarray:
 def square_facts(board: chess.Board, facts: Wanted = True) -> np.ndarray:
     """uint8 [64, len(SQUARE_FACTS)] for the real squares, from the side to move (without
     the exchange group among `facts`, ``en_prise`` stays 0; without checks, ``enemy_check``;
-    without mobility, ``safe_moves``)."""
+    without mobility, ``safe_moves``; without kings, ``king_flights``; without passers,
+    ``passed``)."""
     exchange = reads(facts, "exchange")
     us, them = board.turn, not board.turn
     out = np.zeros((64, len(SQUARE_FACTS)), dtype=np.uint8)
@@ -258,6 +274,14 @@ def square_facts(board: chess.Board, facts: Wanted = True) -> np.ndarray:
         pieces = board.knights | board.bishops | board.rooks | board.queens
         for square in chess.SquareSet(pieces):
             out[square, 5] = 1 + safe_moves(board, square)
+    if reads(facts, "kings"):
+        for color in chess.COLORS:
+            king = board.king(color)
+            if king is not None:
+                out[king, 6] = 1 + king_flights(board, color)
+    if reads(facts, "passers"):
+        for square in chess.SquareSet(board.pawns):
+            out[square, 7] = passer(board, square)
     return out
 
 
