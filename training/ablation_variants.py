@@ -122,6 +122,22 @@ VARIANTS: tuple[Variant, ...] = (
         ),
     ),
     Variant(
+        "mobility-structure",
+        "mate-threats-mobility + each king's room and passed pawns (the rule of the square)",
+        _facts(
+            *V5_GROUPS,
+            "exchange",
+            "threats",
+            "checks",
+            "forks",
+            "replies",
+            "mate_threats",
+            "mobility",
+            "kings",
+            "passers",
+        ),
+    ),
+    Variant(
         "gap",
         "facts + weight 1 + 4 x (best - second) per position",
         _facts(*V5_GROUPS),
