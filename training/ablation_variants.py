@@ -17,6 +17,11 @@ from oneply.engine.features import GROUPS, V5_GROUPS
 BASE_PRESET = "small"
 #: the rows compare against the v2/v3 architecture: the preset minus what the table adopted
 BASE_MODEL: dict[str, Any] = {"mirror": False, "features": ()}
+#: the sixteen facts of the campaign's latest since 2026-11-29b
+_MOBILITY_GROUPS = (
+    *V5_GROUPS,
+    *("exchange", "threats", "checks", "forks", "replies", "mate_threats", "mobility"),
+)
 
 
 def _facts(*groups: str) -> dict[str, Any]:
@@ -110,32 +115,12 @@ VARIANTS: tuple[Variant, ...] = (
     Variant(
         "mate-threats-mobility",
         "replies-mate-threats + how many safe squares each piece has (trapped pieces)",
-        _facts(
-            *V5_GROUPS,
-            "exchange",
-            "threats",
-            "checks",
-            "forks",
-            "replies",
-            "mate_threats",
-            "mobility",
-        ),
+        _facts(*_MOBILITY_GROUPS),
     ),
     Variant(
         "mobility-structure",
         "mate-threats-mobility + each king's room and passed pawns (the rule of the square)",
-        _facts(
-            *V5_GROUPS,
-            "exchange",
-            "threats",
-            "checks",
-            "forks",
-            "replies",
-            "mate_threats",
-            "mobility",
-            "kings",
-            "passers",
-        ),
+        _facts(*_MOBILITY_GROUPS, "kings", "passers"),
     ),
     Variant(
         "gap",
