@@ -216,26 +216,33 @@ def test_a_warm_start_that_adds_the_threats_keeps_v8_and_its_file_reads_them(tmp
     assert not np.allclose(learnt[mask], expected[mask], atol=1e-3)
 
 
-def test_a_warm_start_that_adds_a_square_channel_keeps_its_source_and_its_file_reads_it(
-    tmp_path,
+@pytest.mark.parametrize(
+    ("source", "added"),
+    [(("mate_threats",), ("mobility",)), (("mate_threats", "mobility"), ("kings", "passers"))],
+    ids=["mobility", "kings-passers"],
+)
+def test_a_warm_start_that_adds_square_channels_keeps_its_source_and_its_file_reads_them(
+    tmp_path, source: tuple[str, ...], added: tuple[str, ...]
 ) -> None:
-    """The campaign's path to the `mobility` group (square channel 5, after the latest's
-    fifteen facts): the grown model scores as its source until its safe_moves rows learn; then
-    its own file, fed the new channel by the engine, scores as torch does."""
+    """The campaign's path to a new square group (`mobility` after the fifteen facts of
+    2026-11-28h, `kings` and `passers` after the sixteen of 2026-11-29b): the grown model
+    scores as its source until the new rows learn; then its own file, fed the new channels by
+    the engine, scores as torch does."""
     torch.manual_seed(8)
-    latest = ADOPTED_FACTS + GROUPS["mate_threats"]
+    latest = ADOPTED_FACTS + tuple(n for g in source for n in GROUPS[g])
     source_model = ActionValueModel(dataclasses.replace(PRESETS["tiny"], features=latest))
     randomise_fact_tables(source_model)
-    path, grown = tmp_path / "latest.onnx", tmp_path / "mobility.onnx"
+    path, grown = tmp_path / "latest.onnx", tmp_path / "grown.onnx"
     export_model(source_model.eval(), path, preset="tiny")
-    config, _ = init_model_config(load_init(path), "", check_names(latest + GROUPS["mobility"]))
+    wanted = latest + tuple(n for g in added for n in GROUPS[g])
+    config, _ = init_model_config(load_init(path), "", check_names(wanted))
     model = ActionValueModel(config).eval()
     load_weights(model, load_init(path))
     _, mask, expected = scores_as_file(model, path)
-    safe = model.square_offsets[SQUARE_NAMES.index("safe_moves")]
-    assert not model.square_fact_embed.weight[safe:].any()
+    first = model.square_offsets[SQUARE_NAMES.index(GROUPS[added[0]][0])]
+    assert not model.square_fact_embed.weight[first:].any()
     with torch.no_grad():
-        model.square_fact_embed.weight[safe:].normal_(0, 0.5)  # the safe_moves values
+        model.square_fact_embed.weight[first:].normal_(0, 0.5)  # the new channels' values
     export_model(model, grown, preset="tiny")
     _, _, learnt = scores_as_file(model, grown)
     assert not np.allclose(learnt[mask], expected[mask], atol=1e-3)
