@@ -62,7 +62,10 @@ def _pawn(board: chess.Board, square: chess.Square) -> chess.Color:
 def is_passed(board: chess.Board, square: chess.Square) -> bool:
     """Whether the pawn on `square` is passed: no enemy pawn in front of it on its own file or
     the two beside it (the classic rule; a pawn it could capture on the way counts as a stop)."""
-    color = _pawn(board, square)
+    return _passed(board, square, _pawn(board, square))
+
+
+def _passed(board: chess.Board, square: chess.Square, color: chess.Color) -> bool:
     return not _FRONT_SPANS[color][square] & board.pawns & board.occupied_co[not color]
 
 
@@ -70,7 +73,10 @@ def outruns_king(board: chess.Board, square: chess.Square) -> bool:
     """The rule of the square for the pawn on `square`: counting moves alone (no pieces in the
     way, the double step from its start rank, whose turn it is), the enemy king cannot reach
     the promotion square in time. Exact in king-and-pawn races; elsewhere a hint."""
-    color = _pawn(board, square)
+    return _outruns(board, square, _pawn(board, square))
+
+
+def _outruns(board: chess.Board, square: chess.Square, color: chess.Color) -> bool:
     king = board.king(not color)
     if king is None:
         return True
@@ -85,10 +91,10 @@ def passer(board: chess.Board, square: chess.Square) -> int:
     """The ``passed`` fact of the pawn on `square`: 0 not passed; 1 passed, something on its
     way; 2 passed, its path to promotion empty; 3 that, and the enemy king is outside its
     square (engine/features.py)."""
-    if not is_passed(board, square):
-        return 0
     color = _pawn(board, square)
+    if not _passed(board, square, color):
+        return 0
     path = _FRONT_SPANS[color][square] & chess.BB_FILES[chess.square_file(square)]
     if path & board.occupied:
         return 1
-    return 3 if outruns_king(board, square) else 2
+    return 3 if _outruns(board, square, color) else 2
