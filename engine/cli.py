@@ -48,7 +48,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "eval": ("oneply.training.evaluate", "evaluate a model: action accuracy, Kendall tau, puzzles"),
     "train": (
         "oneply.training.cli",
-        "training: generate, inspect, positions, annotate, pgn, fit, curve, ablate, campaign, all",
+        "training: generate, inspect, positions, annotate, pgn, fit, curve, ablate, campaign, "
+        "soup, all",
     ),
     "match": ("oneply.arena.match", "play a match between two UCI engines, with Elo"),
     "ladder": ("oneply.arena.ladder", "rate a model against Stockfish UCI_Elo levels"),

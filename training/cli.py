@@ -22,6 +22,7 @@ STEPS: dict[str, tuple[str, str]] = {
     "curve": ("oneply.training.curve", "a model's strength against the samples it saw"),
     "ablate": ("oneply.training.ablation", "sample-efficiency table: variants, one budget"),
     "campaign": ("oneply.training.campaign", "the run of every session: start, save, rate"),
+    "soup": ("oneply.training.soup", "average the weights of several models into one"),
     "all": ("oneply.training.pipeline", "positions → annotate → fit → export → eval, resumably"),
 }
 

@@ -26,12 +26,14 @@ from oneply.training.model import PRESETS, ActionValueModel, ModelConfig
 
 @dataclass
 class InitSource:
-    """What a run starts from: the architecture, its preset name and the weights."""
+    """What a run starts from: the architecture, its preset name and the weights (and the
+    layout an ONNX source was served in, which a soup of it keeps)."""
 
     path: Path
     config: ModelConfig
     preset: str
     weights: dict[str, torch.Tensor]
+    layout: str = "shared"
 
 
 def _model_config(path: Path, values: dict) -> ModelConfig:
@@ -66,7 +68,7 @@ def _from_onnx(path: Path) -> InitSource:
         )
     config = _model_config(path, info.config)
     weights = torch_weights(ActionValueModel(config), weights_of(proto))
-    return InitSource(path, config, info.preset, weights)
+    return InitSource(path, config, info.preset, weights, info.layout)
 
 
 def _from_checkpoint(path: Path) -> InitSource:
@@ -125,7 +127,7 @@ def init_model_config(
         wanted = replace(wanted, features=facts)
     if wanted is not None and layers:
         wanted, name = replace(wanted, layers=layers), deeper_name(name, layers)
-    if wanted is None or not _upgrades(source.config, wanted):
+    if wanted is None or not upgrades(source.config, wanted):
         raise CommandError(
             f"--init {source.path} is a {source.preset!r} model ({source.config}), but the run "
             f"asks for {wanted}; leave out --preset to train the source's own architecture, "
@@ -134,7 +136,7 @@ def init_model_config(
     return wanted, name
 
 
-def _upgrades(source: ModelConfig, wanted: ModelConfig) -> bool:
+def upgrades(source: ModelConfig, wanted: ModelConfig) -> bool:
     """`wanted` is the source, or the source with the view turned on, more facts read and/or
     more layers."""
     rest = replace(source, mirror=wanted.mirror, features=wanted.features, layers=wanted.layers)
