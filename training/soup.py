@@ -2,9 +2,9 @@
 average of several.
 
 The campaign's rows are warm starts of one another, each a short session from the last, so
-their weights lie in one basin; averaging them (a "model soup", Wortsman et al. 2022) is
-known to land lower in that basin than any one of them, at no training and no inference
-cost. docs/STUDIES.md, session 2026-12-03, measures it on the campaign's rows.
+their weights lie in one basin; averaging them (a "model soup", Wortsman et al. 2022) often
+lands lower in it than any one of them, at no training and no inference cost.
+docs/STUDIES.md, session 2026-12-03: six rows averaged, −0.004 nats held out, a tie in games.
 
 The first model fixes the architecture. The others must be that architecture or an older
 form of it that a warm start upgrades (fewer facts: their missing rows count as zero; without
@@ -71,10 +71,9 @@ def soup(sources: Sequence[InitSource], shares: Sequence[float]) -> ActionValueM
         total = torch.zeros_like(states[0][key], dtype=torch.float64)
         for share, state in zip(shares, states, strict=True):
             total += share * state[key].double()
-        averaged[key] = total
+        averaged[key] = total.to(states[0][key].dtype)
     model = ActionValueModel(base.config)
-    reference = model.state_dict()
-    model.load_state_dict({k: v.to(reference[k].dtype) for k, v in averaged.items()})
+    model.load_state_dict(averaged)
     return model.eval()
 
 
