@@ -163,13 +163,19 @@ V12_FACTS: tuple[str, ...] = _declared(V12_GROUPS)
 #: the groups of v13 (bundled 2026-11-28e, before the campaign added the replies)
 V13_GROUPS: tuple[str, ...] = (*V12_GROUPS, "forks")
 V13_FACTS: tuple[str, ...] = _declared(V13_GROUPS)
+#: the groups of v14 (bundled 2026-11-28f, before the campaign added mate threats, mobility,
+#: kings and passers)
+V14_GROUPS: tuple[str, ...] = (*V13_GROUPS, "replies")
+V14_FACTS: tuple[str, ...] = _declared(V14_GROUPS)
 #: the groups every preset reads; a group joins them when a paired run says it helps (exchange:
 #: −0.051 nats and +3.0 points of dev puzzles at 500k positions; threats: −0.03 nats over the
 #: campaign's 4,200 steps beside the same run without them; checks: −0.022 nats over 4,000 steps
 #: and −0.018 on held-out positions, 2026-11-26; forks: −0.005 nats and +0.007 – 0.012 τ on
 #: every held-out set after 2,462 paired steps, 2026-11-28e; replies: −0.002 – 0.007 nats on
-#: eight of nine held-out sets and +73 Elo beside v13, 2026-11-28f; docs/STUDIES.md)
-ADOPTED_GROUPS: tuple[str, ...] = (*V13_GROUPS, "replies")
+#: eight of nine held-out sets and +73 Elo beside v13, 2026-11-28f; mate_threats, mobility,
+#: kings and passers: each won its paired fork in the campaign (2026-11-28h, 2026-11-29b,
+#: 2026-12-02) and together they are v15, +43 Elo beside v14; docs/STUDIES.md)
+ADOPTED_GROUPS: tuple[str, ...] = (*V14_GROUPS, "mate_threats", "mobility", "kings", "passers")
 ADOPTED_FACTS: tuple[str, ...] = _declared(ADOPTED_GROUPS)
 
 #: board token i (0 … 63, rank 8 first) shows this square: square facts in token order

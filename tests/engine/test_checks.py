@@ -14,12 +14,12 @@ import pytest
 
 from oneply.engine.checks import CHECK, MATE, NO_CHECK, checking_moves, enemy_checks
 from oneply.engine.features import (
-    ADOPTED_FACTS,
     GROUPS,
     MOVE_NAMES,
     SQUARE_NAMES,
     V9_FACTS,
     V13_FACTS,
+    V14_FACTS,
     check_names,
     encode_facts,
     move_facts,
@@ -222,7 +222,7 @@ def test_reply_check_turns_over_with_the_board(name: str) -> None:
 
 def test_a_model_without_the_replies_is_spared_them() -> None:
     board = chess.Board(SCHOLAR)  # black to move: a6 or Nf6 allow Qxf7#
-    assert_spared(board, "reply_check", ADOPTED_FACTS, V13_FACTS)  # v13's + replies, v13's
+    assert_spared(board, "reply_check", V14_FACTS, V13_FACTS)  # v13's + replies, v13's
     assert MATE in replies_of(board).values()
 
 

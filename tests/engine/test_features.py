@@ -20,6 +20,7 @@ from oneply.engine.features import (
     V5_FACTS,
     V8_FACTS,
     V9_FACTS,
+    V14_FACTS,
     FeatureError,
     check_names,
     encode_facts,
@@ -229,7 +230,7 @@ def test_a_warm_start_that_adds_square_channels_keeps_its_source_and_its_file_re
     scores as its source until the new rows learn; then its own file, fed the new channels by
     the engine, scores as torch does."""
     torch.manual_seed(8)
-    latest = ADOPTED_FACTS + tuple(n for g in source for n in GROUPS[g])
+    latest = V14_FACTS + tuple(n for g in source for n in GROUPS[g])
     source_model = ActionValueModel(dataclasses.replace(PRESETS["tiny"], features=latest))
     randomise_fact_tables(source_model)
     path, grown = tmp_path / "latest.onnx", tmp_path / "grown.onnx"

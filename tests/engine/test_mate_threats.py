@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from oneply.engine.checks import CHECK, MATE, NO_CHECK
-from oneply.engine.features import ADOPTED_FACTS, MOVE_NAMES, move_facts
+from oneply.engine.features import MOVE_NAMES, V14_FACTS, move_facts
 from tests.engine.test_checks import HAND_PICKED, SPECIAL_CHECKS, random_positions
 from tests.helpers.move_facts import assert_spared, assert_turns_over_with_the_board
 
@@ -77,5 +77,5 @@ def test_next_check_turns_over_with_the_board(name: str) -> None:
 
 def test_a_model_without_the_mate_threats_is_spared_them() -> None:
     board = chess.Board(SCHOLAR_WHITE)  # Qh5 and Qf3 threaten Qxf7#
-    assert_spared(board, "next_check", (*ADOPTED_FACTS, "next_check"), ADOPTED_FACTS)
+    assert_spared(board, "next_check", (*V14_FACTS, "next_check"), V14_FACTS)
     assert MATE in threats_of(board).values()

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from oneply.engine.exchange import move_exchange, safe_moves
-from oneply.engine.features import ADOPTED_FACTS, SQUARE_NAMES, group_facts, square_facts
+from oneply.engine.features import SQUARE_NAMES, V14_FACTS, group_facts, square_facts
 from tests.engine.test_checks import random_positions
 
 SAFE = SQUARE_NAMES.index("safe_moves")
@@ -78,10 +78,10 @@ def test_pawns_kings_and_empty_squares_are_not_counted() -> None:
 
 
 def test_a_model_without_the_mobility_facts_is_spared_them() -> None:
-    """The adopted facts leave the channel 0 and every other channel as it was."""
+    """v14's facts leave the channel 0 and every other channel as it was."""
     board = random_positions(1, seed=3)[0]
     full = square_facts(board)
-    adopted = square_facts(board, ADOPTED_FACTS)
+    adopted = square_facts(board, V14_FACTS)
     assert full[:, SAFE].any() and not adopted[:, SAFE].any()
-    others = [i for i, name in enumerate(SQUARE_NAMES) if name in ADOPTED_FACTS]
+    others = [i for i, name in enumerate(SQUARE_NAMES) if name in V14_FACTS]
     assert np.array_equal(full[:, others], adopted[:, others])

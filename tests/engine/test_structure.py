@@ -9,7 +9,7 @@ import chess
 import numpy as np
 import pytest
 
-from oneply.engine.features import ADOPTED_FACTS, SQUARE_NAMES, group_facts, square_facts
+from oneply.engine.features import SQUARE_NAMES, V14_FACTS, group_facts, square_facts
 from oneply.engine.structure import is_passed, king_flights, outruns_king, passer
 from tests.engine.test_checks import random_positions
 
@@ -139,11 +139,11 @@ def test_the_facts_ask_for_a_pawn() -> None:
 
 
 def test_a_model_without_the_structure_facts_is_spared_them() -> None:
-    """The adopted facts leave both channels 0 and every other channel as it was."""
+    """v14's facts leave both channels 0 and every other channel as it was."""
     board = random_positions(1, seed=3)[0]
     full = square_facts(board)
-    adopted = square_facts(board, ADOPTED_FACTS)
+    adopted = square_facts(board, V14_FACTS)
     assert full[:, FLIGHTS].any() and not adopted[:, FLIGHTS].any()
     assert not adopted[:, PASSED].any()
-    others = [i for i, name in enumerate(SQUARE_NAMES) if name in ADOPTED_FACTS]
+    others = [i for i, name in enumerate(SQUARE_NAMES) if name in V14_FACTS]
     assert np.array_equal(full[:, others], adopted[:, others])
