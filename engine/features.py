@@ -174,7 +174,7 @@ V14_FACTS: tuple[str, ...] = _declared(V14_GROUPS)
 #: every held-out set after 2,462 paired steps, 2026-11-28e; replies: −0.002 – 0.007 nats on
 #: eight of nine held-out sets and +73 Elo beside v13, 2026-11-28f; mate_threats, mobility,
 #: kings and passers: each won its paired fork in the campaign (2026-11-28h, 2026-11-29b,
-#: 2026-12-02) and together they are v15, +43 Elo beside v14; docs/STUDIES.md)
+#: 2026-12-02) and together they are v15, +48 Elo beside v14 in six runs; docs/STUDIES.md)
 ADOPTED_GROUPS: tuple[str, ...] = (*V14_GROUPS, "mate_threats", "mobility", "kings", "passers")
 ADOPTED_FACTS: tuple[str, ...] = _declared(ADOPTED_GROUPS)
 
