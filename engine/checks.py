@@ -28,14 +28,22 @@ every reply.
 
 from __future__ import annotations
 
-import itertools
-from collections.abc import Iterator
-
 import chess
 import numpy as np
 
 #: ``enemy_check`` values
 NO_CHECK, CHECK, MATE = 0, 1, 2
+
+
+def _diagonal(square: chess.Square, occupied: chess.Bitboard) -> chess.Bitboard:
+    return chess.BB_DIAG_ATTACKS[square][chess.BB_DIAG_MASKS[square] & occupied]
+
+
+def _straight(square: chess.Square, occupied: chess.Bitboard) -> chess.Bitboard:
+    return (
+        chess.BB_RANK_ATTACKS[square][chess.BB_RANK_MASKS[square] & occupied]
+        | chess.BB_FILE_ATTACKS[square][chess.BB_FILE_MASKS[square] & occupied]
+    )
 
 
 def _attacks(
@@ -50,10 +58,9 @@ def _attacks(
         return chess.BB_KING_ATTACKS[square]
     lines = 0
     if piece != chess.ROOK:
-        lines |= chess.BB_DIAG_ATTACKS[square][chess.BB_DIAG_MASKS[square] & occupied]
+        lines |= _diagonal(square, occupied)
     if piece != chess.BISHOP:
-        lines |= chess.BB_RANK_ATTACKS[square][chess.BB_RANK_MASKS[square] & occupied]
-        lines |= chess.BB_FILE_ATTACKS[square][chess.BB_FILE_MASKS[square] & occupied]
+        lines |= _straight(square, occupied)
     return lines
 
 
@@ -98,70 +105,98 @@ _CASTLING_CHECKS = {
 }
 
 
-def _check_patterns(board: chess.Board, king: chess.Square) -> dict[chess.PieceType, int]:
-    """Per piece type of the side to move: the squares from which such a piece attacks `king`
-    along today's lines — what that piece standing on `king` would attack."""
-    color = not board.turn
-    occupied = board.occupied
-    diagonal = _attacks(chess.BISHOP, color, king, occupied)
-    straight = _attacks(chess.ROOK, color, king, occupied)
-    return {
-        chess.PAWN: _attacks(chess.PAWN, color, king, occupied),
-        chess.KNIGHT: _attacks(chess.KNIGHT, color, king, occupied),
-        chess.BISHOP: diagonal,
-        chess.ROOK: straight,
-        chess.QUEEN: diagonal | straight,
-    }
-
-
-def checking_moves(board: chess.Board) -> Iterator[chess.Move]:
+def checking_moves(board: chess.Board) -> list[chess.Move]:
     """The side to move's legal moves that give check. Only the moves that can check at all
     are generated. A piece that cannot discover check, promote or castle checks exactly when it
-    lands on a square of its own type's pattern (``_check_patterns``): those moves need only a
-    legality test. The others — pieces that block one of their own sliders from the king (the
-    king too), pawns about to promote, castling (the rook may check) and en-passant captures
-    (the taken pawn may have blocked a line) — are each tested for check."""
+    lands on a square from which its type attacks the king along today's lines (what that
+    piece standing on the king would attack): those moves need only a legality test. The
+    others — pieces that block one of their own sliders from the king (the king too), pawns
+    about to promote, castling (the rook may check) and en-passant captures (the taken pawn may
+    have blocked a line) — are each tested for check. A list, built without python-chess's
+    general move generator: this runs twice for every move of every position."""
     king = board.king(not board.turn)
     if king is None:
-        return
+        return []
     own = board.occupied_co[board.turn]
     promoting = board.pawns & own & (chess.BB_RANK_7 if board.turn else chess.BB_RANK_2)
     movers = _line_blockers(board, king, board.turn) | promoting
-    patterns = _check_patterns(board, king)
     ep = chess.BB_SQUARES[board.ep_square] if board.ep_square is not None else 0
     pawns = board.pawns & own & ~movers
-    pawn_checks = patterns[chess.PAWN] & ~ep  # en passant is tested below
-    plain = [_direct_checks(board, patterns, movers)]
-    if pawns and pawn_checks:
-        plain.append(board.generate_pseudo_legal_moves(pawns, pawn_checks))
-    for move in itertools.chain.from_iterable(plain):
-        if not board.is_into_check(move):
-            yield move
-    others = [board.generate_pseudo_legal_moves(movers, chess.BB_ALL)] if movers else []
+    pawn_checks = chess.BB_PAWN_ATTACKS[not board.turn][king] & ~ep  # en passant: below
+    plain = _direct_checks(board, king, movers) + _pawn_moves(board, pawns, pawn_checks)
+    found = [move for move in plain if not board.is_into_check(move)]
+    others = list(board.generate_pseudo_legal_moves(movers, chess.BB_ALL)) if movers else []
     if ep:
-        others.append(board.generate_pseudo_legal_ep(pawns, chess.BB_ALL))
+        others += board.generate_pseudo_legal_ep(pawns, chess.BB_ALL)
     backrank = chess.BB_RANK_1 if board.turn else chess.BB_RANK_8
     if board.castling_rights & backrank and chess.BB_SQUARES[king] & _CASTLING_CHECKS[board.turn]:
-        others.append(board.generate_castling_moves(board.kings & own & ~movers, chess.BB_ALL))
-    for move in itertools.chain.from_iterable(others):
-        if _gives_check(board, move, king) and not board.is_into_check(move):
-            yield move
+        others += board.generate_castling_moves(board.kings & own & ~movers, chess.BB_ALL)
+    found += [m for m in others if _gives_check(board, m, king) and not board.is_into_check(m)]
+    return found
 
 
 def _direct_checks(
-    board: chess.Board, patterns: dict[chess.PieceType, int], movers: chess.Bitboard
-) -> Iterator[chess.Move]:
+    board: chess.Board, king: chess.Square, movers: chess.Bitboard
+) -> list[chess.Move]:
     """The pseudo-legal moves of the side to move's knights, bishops, rooks and queens that are
-    not `movers` and land on their type's check pattern (python-chess's pseudo-legal generator,
-    without its per-call set-up: this runs for every move of every position)."""
+    not `movers` and land on a square from which their type attacks `king` along today's
+    lines."""
     own = board.occupied_co[board.turn]
-    for piece in (chess.KNIGHT, chess.BISHOP, chess.ROOK, chess.QUEEN):
-        pattern = patterns[piece] & ~own
-        if not pattern:
+    occupied, free = board.occupied, ~own
+    pieces = own & ~movers
+    found: list[chess.Move] = []
+    knight_checks = chess.BB_KNIGHT_ATTACKS[king] & free
+    if knight_checks:
+        for square in chess.scan_reversed(board.knights & pieces):
+            for to in chess.scan_reversed(chess.BB_KNIGHT_ATTACKS[square] & knight_checks):
+                found.append(chess.Move(square, to))
+    queens = board.queens & pieces
+    for lines, same, other in (
+        (_diagonal, board.bishops, _straight),
+        (_straight, board.rooks, _diagonal),
+    ):
+        checks = lines(king, occupied) & free
+        if not checks:
             continue
-        for square in chess.scan_reversed(board.pieces_mask(piece, board.turn) & ~movers):
-            for to in chess.scan_reversed(board.attacks_mask(square) & pattern):
-                yield chess.Move(square, to)
+        for square in chess.scan_reversed((same & pieces) | queens):
+            hits = lines(square, occupied)
+            if chess.BB_SQUARES[square] & queens:
+                hits |= other(square, occupied)
+            for to in chess.scan_reversed(hits & checks):
+                found.append(chess.Move(square, to))
+    return found
+
+
+def _pawn_moves(
+    board: chess.Board, pawns: chess.Bitboard, targets: chess.Bitboard
+) -> list[chess.Move]:
+    """The pseudo-legal moves of `pawns` (none about to promote) of the side to move onto
+    `targets`, en passant aside: captures of a piece there, pushes one or two squares onto an
+    empty one."""
+    turn = board.turn
+    step = 8 if turn else -8
+    enemy, empty = board.occupied_co[not turn], ~board.occupied
+    double = chess.BB_RANK_4 if turn else chess.BB_RANK_5
+    targets &= ~(chess.BB_RANK_1 | chess.BB_RANK_2 if turn else chess.BB_RANK_7 | chess.BB_RANK_8)
+    found: list[chess.Move] = []
+    if not pawns:
+        return found
+    for to in chess.scan_reversed(targets):
+        bb = chess.BB_SQUARES[to]
+        if bb & enemy:
+            for origin in chess.scan_reversed(chess.BB_PAWN_ATTACKS[not turn][to] & pawns):
+                found.append(chess.Move(origin, to))
+        elif bb & empty:
+            origin = to - step
+            if chess.BB_SQUARES[origin] & pawns:
+                found.append(chess.Move(origin, to))
+            elif (
+                bb & double
+                and chess.BB_SQUARES[origin] & empty
+                and chess.BB_SQUARES[origin - step] & pawns
+            ):
+                found.append(chess.Move(origin - step, to))
+    return found
 
 
 def _king_escapes(board: chess.Board, move: chess.Move) -> bool:
@@ -224,11 +259,12 @@ def next_check(board: chess.Board) -> int:
     answer it, so there is no pass to assume."""
     if board.is_check():
         return NO_CHECK
-    board.push(chess.Move.null())
+    turn, ep_square = board.turn, board.ep_square  # a null move, without push's bookkeeping:
+    board.turn, board.ep_square = not turn, None  # the moves tried on top are pushed and popped
     try:
         return reply_check(board)
     finally:
-        board.pop()
+        board.turn, board.ep_square = turn, ep_square
 
 
 def reply_check(board: chess.Board) -> int:

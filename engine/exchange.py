@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import operator
+from dataclasses import dataclass
 
 import chess
 
@@ -28,9 +29,25 @@ PIECE_VALUE: dict[chess.PieceType, int] = {
     chess.QUEEN: 9,
     chess.KING: 0,
 }
-#: every rank, file and diagonal through a square, edge to edge
-_LINES: list[chess.Bitboard] = [
-    functools.reduce(operator.or_, chess.BB_RAYS[square], 0) for square in chess.SQUARES
+
+
+def _lines_through(square: chess.Square, diagonal: bool) -> tuple[chess.Bitboard, ...]:
+    """The diagonals (or the rank and file) through `square`, each edge to edge."""
+    lines = {chess.BB_RAYS[square][other] for other in chess.SQUARES if other != square}
+    straight = chess.BB_RANKS[chess.square_rank(square)] | chess.BB_FILES[chess.square_file(square)]
+    return tuple(sorted(line for line in lines if line and bool(line & ~straight) == diagonal))
+
+
+#: per square, its rank and file; its two diagonals (one at a corner)
+_STRAIGHT_LINES = [_lines_through(square, diagonal=False) for square in chess.SQUARES]
+_DIAGONAL_LINES = [_lines_through(square, diagonal=True) for square in chess.SQUARES]
+#: per square, where the pieces stand that can take part in an exchange on it: its lines
+#: (sliders, x-rays behind them), its knight squares and its neighbours (pawns, kings)
+_REACH = [
+    functools.reduce(operator.or_, _STRAIGHT_LINES[square] + _DIAGONAL_LINES[square])
+    | chess.BB_KNIGHT_ATTACKS[square]
+    | chess.BB_KING_ATTACKS[square]
+    for square in chess.SQUARES
 ]
 _CHEAPEST_FIRST = (chess.PAWN, chess.KNIGHT, chess.BISHOP, chess.ROOK, chess.QUEEN, chess.KING)
 
@@ -55,12 +72,17 @@ def attackers_with(
     return attackers & board.occupied_co[color] & occupied
 
 
+def _by_type(board: chess.Board) -> tuple[chess.Bitboard, ...]:
+    """The board's pieces of each type, cheapest first (as ``_CHEAPEST_FIRST``)."""
+    return board.pawns, board.knights, board.bishops, board.rooks, board.queens, board.kings
+
+
 def _cheapest(
     board: chess.Board, attackers: chess.Bitboard, color: chess.Color
 ) -> tuple[chess.Square, chess.PieceType]:
     """The least valuable of `attackers` (non-empty, all of `color`): its square and type."""
-    for piece_type in _CHEAPEST_FIRST:
-        mask = attackers & board.pieces_mask(piece_type, color)
+    for piece_type, pieces in zip(_CHEAPEST_FIRST, _by_type(board), strict=True):
+        mask = attackers & pieces
         if mask:
             return chess.lsb(mask), piece_type
     raise ValueError("no attacker")  # unreachable: callers pass a non-empty mask
@@ -137,7 +159,7 @@ def safe_moves(board: chess.Board, square: chess.Square, enough: int = 3) -> int
     value, color = PIECE_VALUE[piece.piece_type], piece.color
     left = board.occupied & ~chess.BB_SQUARES[square]
     count = 0
-    for to in chess.SquareSet(board.attacks_mask(square) & ~board.occupied_co[color]):
+    for to in chess.scan_forward(board.attacks_mask(square) & ~board.occupied_co[color]):
         captured = board.piece_type_at(to)
         taken = PIECE_VALUE[captured] if captured else 0
         occupied = left | chess.BB_SQUARES[to]
@@ -153,15 +175,20 @@ def exposed(
     color: chess.Color,
     skip: chess.Square | None = None,
     among: chess.Bitboard = chess.BB_ALL,
+    known: Standing | None = None,
 ) -> list[int]:
     """What the other side nets at best by capturing each attacked piece of `color` (not the
     king, not the one on `skip`; only those on `among`), static exchange square by square, in
-    square order (0 where taking does not pay)."""
+    square order (0 where taking does not pay). `known`: the exchanges before the move just
+    made (``standing``), reused on the squares that move cannot reach."""
     pieces = board.occupied_co[color] & ~board.kings & among
     if skip is not None:
         pieces &= ~chess.BB_SQUARES[skip]
     gains = []
-    for square in chess.SquareSet(pieces):
+    for square in chess.scan_forward(pieces):
+        if known is not None and square in known.gains and not _REACH[square] & known.changed:
+            gains.append(known.gains[square])
+            continue
         piece_type = board.piece_type_at(square)
         if piece_type is None or not board.attackers_mask(not color, square):
             continue
@@ -170,23 +197,62 @@ def exposed(
     return gains
 
 
+@dataclass
+class Standing:
+    """The exchanges on `color`'s attacked pieces (not the king) as a board stands, to be
+    reused after a move on every square whose exchange the move cannot touch: the move fills
+    in `changed`, the squares whose piece it changes (for each candidate move, most of the
+    static exchanges of ``threat`` are the ones before it)."""
+
+    gains: dict[chess.Square, int]
+    changed: chess.Bitboard = chess.BB_ALL
+
+    @classmethod
+    def of(cls, board: chess.Board, color: chess.Color) -> Standing:
+        return cls(dict(zip(_attacked_squares(board, color), exposed(board, color), strict=True)))
+
+    def after(self, before: Occupancy, board: chess.Board) -> Standing:
+        """These exchanges once a move is made on `board`, `changed` set to the squares whose
+        piece it changed (`before`: ``occupancy`` of the board before it; a capture changes the
+        colour on its square, so colour by colour is enough)."""
+        white, black = occupancy(board)
+        return Standing(self.gains, (before[0] ^ white) | (before[1] ^ black))
+
+
+#: the squares of White's pieces and of Black's
+Occupancy = tuple[chess.Bitboard, chess.Bitboard]
+
+
+def occupancy(board: chess.Board) -> Occupancy:
+    return board.occupied_co[chess.WHITE], board.occupied_co[chess.BLACK]
+
+
+def _attacked_squares(board: chess.Board, color: chess.Color) -> list[chess.Square]:
+    """`color`'s pieces (not the king) that the other side attacks, in square order (those
+    ``exposed`` reports on)."""
+    pieces = board.occupied_co[color] & ~board.kings
+    return [sq for sq in chess.scan_forward(pieces) if board.attackers_mask(not color, sq)]
+
+
 def threat(
     board: chess.Board,
     color: chess.Color,
     skip: chess.Square | None = None,
     among: chess.Bitboard = chess.BB_ALL,
+    known: Standing | None = None,
 ) -> int:
     """The most the other side nets at best by capturing one of `color`'s pieces (`exposed`)
     — after a move, what it leaves en prise: the defender walked away, the line opened, the
     attacked piece left where it was."""
-    return max(exposed(board, color, skip, among), default=0)
+    return max(exposed(board, color, skip, among, known), default=0)
 
 
-def opened_by(board: chess.Board, move: chess.Move) -> chess.Bitboard:
-    """The squares where `move` (not yet made) can let a slider's attack through: the lines
-    through every square it empties — its origin, the castling rook's, the pawn taken en
-    passant. Elsewhere a move only blocks lines or removes attackers, so a piece off these
-    lines is attacked after the move only if it was before (what makes `threat` cheap)."""
+def opened_by(board: chess.Board, move: chess.Move, color: chess.Color) -> chess.Bitboard:
+    """The squares where `move` (not yet made) can let an attack of `color`'s sliders through:
+    the lines through every square it empties — its origin, the castling rook's, the pawn taken
+    en passant — that hold one of those sliders able to move along them. Elsewhere a move only
+    blocks lines or removes attackers, so a piece off these lines is attacked after the move
+    only if it was before, or by the moved piece (what makes `threat` cheap)."""
     emptied = [move.from_square]
     if board.is_castling(move):
         rook_file = (
@@ -195,7 +261,15 @@ def opened_by(board: chess.Board, move: chess.Move) -> chess.Bitboard:
         emptied.append(chess.square(rook_file, chess.square_rank(move.from_square)))
     elif board.is_en_passant(move):
         emptied.append(move.to_square - 8 if board.turn == chess.WHITE else move.to_square + 8)
+    own = board.occupied_co[color]
+    rooks = (board.rooks | board.queens) & own
+    bishops = (board.bishops | board.queens) & own
     lines = 0
     for square in emptied:
-        lines |= _LINES[square]
+        for line in _STRAIGHT_LINES[square]:
+            if line & rooks:
+                lines |= line
+        for line in _DIAGONAL_LINES[square]:
+            if line & bishops:
+                lines |= line
     return lines

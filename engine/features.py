@@ -20,6 +20,7 @@ keeps working when later versions append channels.
 
 from __future__ import annotations
 
+import bisect
 import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -29,9 +30,11 @@ import numpy as np
 
 from oneply.engine.checks import enemy_checks, next_check, reply_check
 from oneply.engine.exchange import (
+    Standing,
     en_prise,
     exposed,
     move_exchange,
+    occupancy,
     opened_by,
     safe_moves,
     threat,
@@ -249,7 +252,7 @@ def reads(facts: Wanted, group: str) -> bool:
 
 def _count_attacks(board: chess.Board, color: chess.Color) -> np.ndarray:
     """Per square, how many pieces of `color` attack it (python-chess attack rules)."""
-    masks = [board.attacks_mask(square) for square in chess.SquareSet(board.occupied_co[color])]
+    masks = [board.attacks_mask(square) for square in chess.scan_forward(board.occupied_co[color])]
     if not masks:
         return np.zeros(64, dtype=np.int64)
     bits = (np.array(masks, dtype=np.uint64)[:, None] >> _BIT_OF_SQUARE) & np.uint64(1)
@@ -268,7 +271,7 @@ def square_facts(board: chess.Board, facts: Wanted = True) -> np.ndarray:
     out[:, 0] = np.minimum(_count_attacks(board, us), 3)
     out[:, 1] = np.minimum(_count_attacks(board, them), 3)
     for color, flag in ((us, 1), (them, 2)):
-        for square in chess.SquareSet(board.occupied_co[color]):
+        for square in chess.scan_forward(board.occupied_co[color]):
             if board.is_pinned(color, square):
                 out[square, 2] = flag
             attacked = out[square, 1 if color == us else 0]
@@ -278,7 +281,7 @@ def square_facts(board: chess.Board, facts: Wanted = True) -> np.ndarray:
         out[:, 4] = enemy_checks(board)
     if reads(facts, "mobility"):
         pieces = board.knights | board.bishops | board.rooks | board.queens
-        for square in chess.SquareSet(pieces):
+        for square in chess.scan_forward(pieces):
             out[square, 5] = 1 + safe_moves(board, square)
     if reads(facts, "kings"):
         for color in chess.COLORS:
@@ -286,7 +289,7 @@ def square_facts(board: chess.Board, facts: Wanted = True) -> np.ndarray:
             if king is not None:
                 out[king, 6] = 1 + king_flights(board, color)
     if reads(facts, "passers"):
-        for square in chess.SquareSet(board.pawns):
+        for square in chess.scan_forward(board.pawns):
             out[square, 7] = passer(board, square)
     return out
 
@@ -298,7 +301,8 @@ _THREAT_EDGES = (0, 1, 2, 4, 6)
 
 
 def _bucket(pawns: int, edges: tuple[int, ...]) -> int:
-    return next((i for i, edge in enumerate(edges) if pawns <= edge), len(edges))
+    """The first bucket whose edge is at least `pawns` (len(edges) past the last)."""
+    return bisect.bisect_left(edges, pawns)
 
 
 def exchange_bucket(pawns: int) -> int:
@@ -314,7 +318,7 @@ def threat_bucket(pawns: int) -> int:
 def _attacked(board: chess.Board, color: chess.Color) -> chess.Bitboard:
     """The squares of `color`'s pieces that the other side attacks."""
     mask = 0
-    for square in chess.SquareSet(board.occupied_co[color]):
+    for square in chess.scan_forward(board.occupied_co[color]):
         if board.attackers_mask(not color, square):
             mask |= chess.BB_SQUARES[square]
     return mask
@@ -330,7 +334,7 @@ def _new_lines(board: chess.Board, move: chess.Move, attacked: chess.Bitboard) -
     """Where `move` (not yet made) can aim the mover's other pieces at what they did not attack
     before (`attacked`: the opponent's pieces under attack now): the lines it opens, for
     discovered attacks. Castling moves a second piece: every square."""
-    lines = chess.BB_ALL if board.is_castling(move) else opened_by(board, move)
+    lines = chess.BB_ALL if board.is_castling(move) else opened_by(board, move, board.turn)
     return lines & ~attacked
 
 
@@ -358,22 +362,25 @@ def move_facts(board: chess.Board, moves: Sequence[chess.Move], facts: Wanted = 
     out = np.zeros((len(moves), len(MOVE_FACTS)), dtype=np.uint8)
     us = board.turn
     attacked = _attacked(board, us) if threats else 0
+    standing = Standing.of(board, us) if threats else None
     targets = _attacked(board, not us) if forks else 0
+    before = occupancy(board)
     for row, move in enumerate(moves):
         captured = _captured(board, move)
         swap = exchange_bucket(move_exchange(board, move)) if exchange else 0
-        suspects = attacked | opened_by(board, move) if threats else 0
+        suspects = attacked | opened_by(board, move, not us) if threats else 0
         lines = _new_lines(board, move, targets) if forks else 0
         board.push(move)
         try:
             to = move.to_square
+            known = standing.after(before, board) if standing is not None else None
             out[row] = (
                 captured,
                 board.is_check(),
                 min(3, chess.popcount(board.attackers_mask(not us, to))),
                 min(3, chess.popcount(board.attackers_mask(us, to))),
                 swap,
-                threat_bucket(threat(board, us, to, suspects)) if threats else 0,
+                threat_bucket(threat(board, us, to, suspects, known)) if threats else 0,
                 *(_double_attack(board, to, lines) if forks else (0, 0)),
                 reply_check(board) if replies else 0,
                 next_check(board) if mates else 0,

@@ -43,7 +43,7 @@ def king_flights(board: chess.Board, color: chess.Color, enough: int = 3) -> int
         return 0
     occupied = board.occupied & ~chess.BB_SQUARES[king]
     count = 0
-    for to in chess.SquareSet(chess.BB_KING_ATTACKS[king] & ~board.occupied_co[color]):
+    for to in chess.scan_forward(chess.BB_KING_ATTACKS[king] & ~board.occupied_co[color]):
         if not board.attackers_mask(not color, to, occupied):
             count += 1
             if count >= enough:

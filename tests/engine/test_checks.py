@@ -163,6 +163,9 @@ SPECIAL_CHECKS = {
     "castling rook checks": "5k2/8/8/8/8/8/8/4K2R w K - 0 1",
     "promotion checks": "1k6/4P3/8/8/8/8/8/4K3 w - - 0 1",
     "king uncovers": "7k/8/8/8/8/2K5/8/B7 w - - 0 1",
+    "pawns check": "8/8/8/3k4/2n5/1P6/4P3/4K3 w - - 0 1",  # a capture, a double push
+    "black pawns check": "4k3/4p3/1p6/2N5/3K4/8/8/8 b - - 0 1",  # the same, mirrored
+    "a pawn push checks": "8/8/8/3k4/8/4P3/8/4K3 w - - 0 1",
 }
 
 
@@ -182,6 +185,9 @@ def test_checking_moves_are_every_legal_check() -> None:
     assert "O-O+" in sans["castling rook checks"]
     assert sans["promotion checks"] == {"e8=Q+", "e8=R+"}
     assert sans["king uncovers"] == {"Kc4+", "Kb4+", "Kd3+", "Kb3+", "Kd2+", "Kc2+"}
+    assert sans["pawns check"] == {"bxc4+", "e4+"}
+    assert sans["black pawns check"] == {"bxc5+", "e5+"}
+    assert sans["a pawn push checks"] == {"e4+"}
 
 
 def replies_of(board: chess.Board) -> dict[str, int]:

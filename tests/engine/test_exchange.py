@@ -5,11 +5,13 @@ each move, the pieces en prise, and what each move leaves en prise elsewhere."""
 
 from __future__ import annotations
 
+import random
+
 import chess
 import numpy as np
 import pytest
 
-from oneply.engine.exchange import PIECE_VALUE, en_prise, move_exchange, threat
+from oneply.engine.exchange import PIECE_VALUE, en_prise, exposed, move_exchange, threat
 from oneply.engine.features import (
     GROUPS,
     MOVE_NAMES,
@@ -279,3 +281,31 @@ def test_the_forks_are_computed_only_for_a_model_that_reads_them() -> None:
     channels = [MOVE_NAMES.index(n) for n in GROUPS["forks"]]
     assert move_facts(board, moves)[:, channels].any()
     assert not move_facts(board, moves, V12_FACTS)[:, channels].any()
+
+
+def test_the_exchanges_reused_after_a_move_are_the_fresh_ones() -> None:
+    """move_facts reuses the exchanges standing before each move on the squares the move
+    cannot reach (``Standing``) and looks for new targets only on the lines it opens to the
+    opponent's sliders: over random middlegames, the fact equals ``threat`` computed afresh
+    on the board after the move, every piece considered."""
+    rng = random.Random(18)
+    compared = changed = 0
+    for _ in range(60):
+        board = chess.Board()
+        for _ in range(rng.randint(6, 40)):
+            moves = list(board.legal_moves)
+            if not moves:
+                break
+            board.push(rng.choice(moves))
+        moves = list(board.legal_moves)
+        us = board.turn
+        before = max(exposed(board, us), default=0)
+        facts = move_facts(board, moves)[:, MOVE_NAMES.index("threat")]
+        for move, fact in zip(moves, facts, strict=True):
+            board.push(move)
+            fresh = threat(board, us, move.to_square)
+            assert fact == threat_bucket(fresh), (board.fen(), move.uci())
+            compared += 1
+            changed += fresh != before
+            board.pop()
+    assert compared > 1000 and changed > 100  # moves that change what is en prise, and many
