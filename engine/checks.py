@@ -105,6 +105,14 @@ _CASTLING_CHECKS = {
 }
 
 
+#: per square, where a bishop, a rook, a queen on it could go on an empty board
+_EMPTY_DIAGONAL = [chess.BB_DIAG_ATTACKS[square][0] for square in chess.SQUARES]
+_EMPTY_STRAIGHT = [
+    chess.BB_RANK_ATTACKS[square][0] | chess.BB_FILE_ATTACKS[square][0] for square in chess.SQUARES
+]
+_EMPTY_QUEEN = [d | s for d, s in zip(_EMPTY_DIAGONAL, _EMPTY_STRAIGHT, strict=True)]
+
+
 def checking_moves(board: chess.Board) -> list[chess.Move]:
     """The side to move's legal moves that give check. Only the moves that can check at all
     are generated. A piece that cannot discover check, promote or castle checks exactly when it
@@ -150,18 +158,22 @@ def _direct_checks(
         for square in chess.scan_reversed(board.knights & pieces):
             for to in chess.scan_reversed(chess.BB_KNIGHT_ATTACKS[square] & knight_checks):
                 found.append(chess.Move(square, to))
-    queens = board.queens & pieces
-    for lines, same, other in (
-        (_diagonal, board.bishops, _straight),
-        (_straight, board.rooks, _diagonal),
-    ):
-        checks = lines(king, occupied) & free
+    diagonal_checks = _diagonal(king, occupied) & free
+    straight_checks = _straight(king, occupied) & free
+    sliders = (  # the pieces, their checking squares, their reach; moving along diagonals, lines
+        (board.bishops, diagonal_checks, _EMPTY_DIAGONAL, True, False),
+        (board.rooks, straight_checks, _EMPTY_STRAIGHT, False, True),
+        (board.queens, diagonal_checks | straight_checks, _EMPTY_QUEEN, True, True),
+    )
+    for kind, checks, reach, diagonally, straight in sliders:
         if not checks:
             continue
-        for square in chess.scan_reversed((same & pieces) | queens):
-            hits = lines(square, occupied)
-            if chess.BB_SQUARES[square] & queens:
-                hits |= other(square, occupied)
+        for square in chess.scan_reversed(kind & pieces):
+            if not reach[square] & checks:  # not even on an empty board
+                continue
+            hits = _diagonal(square, occupied) if diagonally else 0
+            if straight:
+                hits |= _straight(square, occupied)
             for to in chess.scan_reversed(hits & checks):
                 found.append(chess.Move(square, to))
     return found
