@@ -39,7 +39,7 @@ import onnx
 from tqdm import tqdm
 
 from oneply.engine.errors import CommandError
-from oneply.engine.features import encode_facts
+from oneply.engine.features import GROUPS, encode_facts
 from oneply.engine.graph import build_model, quantize_int8, weights_of
 from oneply.engine.inference import Scorer
 from oneply.engine.model_file import ModelFileError, add_model_argument
@@ -112,6 +112,28 @@ def time_facts(boards: list[chess.Board], facts: Sequence[str]) -> list[float]:
     return times
 
 
+def facts_by_group(
+    boards: list[chess.Board], facts: Sequence[str], rounds: int = 3
+) -> dict[str, float]:
+    """Milliseconds per position that each fact group adds to the facts a model reads: the
+    facts timed with the group left out against all of them, every variant run on each
+    position in turn (so this machine's drift from minute to minute falls on all alike), the
+    positions `rounds` times over. What a researcher weighs against what a group buys."""
+    groups = [group for group, names in GROUPS.items() if set(names) & set(facts)]
+    variants = {"": tuple(facts)}
+    variants |= {group: tuple(f for f in facts if f not in GROUPS[group]) for group in groups}
+    totals = dict.fromkeys(variants, 0.0)
+    for _ in range(rounds):
+        for board in boards:
+            moves = list(board.legal_moves)
+            for name, wanted in variants.items():
+                start = time.perf_counter()
+                encode_facts([board], [moves], max(1, len(moves)), wanted)
+                totals[name] += time.perf_counter() - start
+    per_position = {name: total * 1000 / (rounds * len(boards)) for name, total in totals.items()}
+    return {group: round(per_position[""] - per_position[group], 3) for group in groups}
+
+
 def search_nps(scorer: Scorer, boards: list[chess.Board], nodes: int, batch: int) -> float:
     """Nodes per second of a fresh search of `nodes` nodes from each board, `batch` leaves
     per forward pass."""
@@ -151,7 +173,11 @@ def summarise(times: list[float]) -> dict[str, float]:
 
 
 def bench(
-    model: str | None, threads: int, limit: int | None, search_nodes: int = DEFAULT_SEARCH_NODES
+    model: str | None,
+    threads: int,
+    limit: int | None,
+    search_nodes: int = DEFAULT_SEARCH_NODES,
+    by_group: bool = False,
 ) -> dict[str, Any]:
     boards = load_positions(limit=limit)
     base = Scorer(model, threads=threads)
@@ -198,6 +224,9 @@ def bench(
             if base.reads_facts
             else None
         ),
+        "facts_ms_by_group": (
+            facts_by_group(boards, base.info.features) if by_group and base.reads_facts else None
+        ),
         "int8_abs_win_delta": {"max": float(np.max(deltas)), "mean": float(np.mean(deltas))},
         "search": search,
     }
@@ -222,6 +251,10 @@ def print_table(result: dict[str, Any]) -> None:
         print(
             f"\nof which the input facts (python-chess): {result['facts_ms_per_position']:.2f} ms"
         )
+    if result.get("facts_ms_by_group"):
+        print(f"\n{'fact group':<15} {'ms added':>9}")
+        for group, ms in result["facts_ms_by_group"].items():
+            print(f"{group:<15} {ms:>9.3f}")
     delta = result["int8_abs_win_delta"]
     print(
         f"\nint8 accuracy cost: |Δ expected win| max {delta['max']:.4f}, mean {delta['mean']:.5f}"
@@ -250,6 +283,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="search row: nodes searched from each of its positions (0: no search row; "
         "default %(default)s)",
     )
+    parser.add_argument(
+        "--facts-by-group",
+        action="store_true",
+        help="also time what each fact group adds to the input facts (left out one at a time)",
+    )
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
 
 
@@ -257,7 +295,9 @@ def run(args: argparse.Namespace) -> int:
     if args.search_nodes < 0:
         raise CommandError("oneply bench: --search-nodes must be 0 or more", exit_code=2)
     try:
-        result = bench(args.model, args.threads, args.positions, args.search_nodes)
+        result = bench(
+            args.model, args.threads, args.positions, args.search_nodes, args.facts_by_group
+        )
     except ModelFileError as error:
         raise CommandError(f"oneply bench: {error}", exit_code=2) from None
     if args.json:

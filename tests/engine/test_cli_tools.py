@@ -209,3 +209,23 @@ def test_a_plot_without_matplotlib_names_the_pip_extra(monkeypatch, tmp_path, ca
     assert ladder.plot(str(tmp_path / "l.png"), "t", {}, rating) is False
     assert "pip install 'oneply[train]'" in capsys.readouterr().err
     assert not (tmp_path / "l.png").exists()
+
+
+def test_bench_times_each_fact_group_the_model_reads(tiny_onnx):
+    """--facts-by-group: a row for every group the model reads and no other, in the JSON and
+    the table; without the flag, no rows (the timing costs a dozen passes over the facts)."""
+    from oneply.engine.features import GROUPS
+    from oneply.engine.inference import Scorer
+
+    args = ["bench", "--model", str(tiny_onnx), "--positions", "2", "--threads", "1"]
+    args += ["--search-nodes", "0"]
+    result = oneply(*args, "--facts-by-group", "--json")
+    assert result.returncode == 0, result.stderr
+    by_group = json.loads(result.stdout)["facts_ms_by_group"]
+    read = set(Scorer(tiny_onnx, threads=1).info.features)
+    assert set(by_group) == {g for g, names in GROUPS.items() if set(names) & read}
+    assert len(by_group) >= 10 and all(isinstance(ms, float) for ms in by_group.values())
+    table = oneply(*args, "--facts-by-group")
+    assert table.returncode == 0 and "fact group" in table.stdout and "mate_threats" in table.stdout
+    plain = oneply(*args, "--json")
+    assert plain.returncode == 0 and json.loads(plain.stdout)["facts_ms_by_group"] is None
