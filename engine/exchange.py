@@ -94,13 +94,16 @@ def exchange_gain(
     side: chess.Color,
     occupied: chess.Bitboard,
     target: int,
+    first: chess.Bitboard | None = None,
 ) -> int:
     """What `side` nets at best by capturing on `square`, where a piece worth `target` stands,
     and the recaptures that follow — 0 when it had better not start. `occupied` is the board's
-    occupancy as it stands (a move already made on it)."""
+    occupancy as it stands (a move already made on it); `first`, `side`'s attackers on it, when
+    the caller has them already."""
     gains: list[int] = []
     while True:
-        attackers = attackers_with(board, side, square, occupied)
+        attackers = attackers_with(board, side, square, occupied) if first is None else first
+        first = None
         if not attackers:
             break
         origin, piece_type = _cheapest(board, attackers, side)
@@ -190,10 +193,11 @@ def exposed(
             gains.append(known.gains[square])
             continue
         piece_type = board.piece_type_at(square)
-        if piece_type is None or not board.attackers_mask(not color, square):
+        attackers = attackers_with(board, not color, square, board.occupied)
+        if piece_type is None or not attackers:
             continue
         value = PIECE_VALUE[piece_type]
-        gains.append(exchange_gain(board, square, not color, board.occupied, value))
+        gains.append(exchange_gain(board, square, not color, board.occupied, value, attackers))
     return gains
 
 
