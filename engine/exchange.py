@@ -211,6 +211,11 @@ class Standing:
     gains: dict[chess.Square, int]
     changed: chess.Bitboard = chess.BB_ALL
 
+    @property
+    def squares(self) -> chess.Bitboard:
+        """The attacked pieces these exchanges are on."""
+        return sum(chess.BB_SQUARES[square] for square in self.gains)
+
     @classmethod
     def of(cls, board: chess.Board, color: chess.Color) -> Standing:
         return cls(dict(zip(_attacked_squares(board, color), exposed(board, color), strict=True)))

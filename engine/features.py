@@ -361,8 +361,8 @@ def move_facts(board: chess.Board, moves: Sequence[chess.Move], facts: Wanted = 
     mates = reads(facts, "mate_threats")
     out = np.zeros((len(moves), len(MOVE_FACTS)), dtype=np.uint8)
     us = board.turn
-    attacked = _attacked(board, us) if threats else 0
     standing = Standing.of(board, us) if threats else None
+    attacked = standing.squares if standing is not None else 0
     targets = _attacked(board, not us) if forks else 0
     before = occupancy(board)
     for row, move in enumerate(moves):

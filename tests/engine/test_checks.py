@@ -60,12 +60,13 @@ def brute_checks(board: chess.Board) -> np.ndarray:
     return out
 
 
-def random_positions(count: int, seed: int) -> list[chess.Board]:
-    """Positions of random games (promotions, castling and mating nets included)."""
+def random_positions(count: int, seed: int, plies: int = 160) -> list[chess.Board]:
+    """Positions of random games of 6 to `plies` plies (promotions, castling and mating nets
+    included; fewer plies, more middlegames)."""
     rng, boards = random.Random(seed), []
     while len(boards) < count:
         board = chess.Board()
-        for _ in range(rng.randrange(6, 160)):
+        for _ in range(rng.randrange(6, plies)):
             legal = list(board.legal_moves)
             if not legal:
                 break

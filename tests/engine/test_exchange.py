@@ -5,8 +5,6 @@ each move, the pieces en prise, and what each move leaves en prise elsewhere."""
 
 from __future__ import annotations
 
-import random
-
 import chess
 import numpy as np
 import pytest
@@ -24,6 +22,7 @@ from oneply.engine.features import (
     square_facts,
     threat_bucket,
 )
+from tests.engine.test_checks import random_positions
 
 #: no pins and no promotion in the middle of an exchange: there the swap rule and the brute
 #: force agree by definition, so any difference is a bug
@@ -288,15 +287,8 @@ def test_the_exchanges_reused_after_a_move_are_the_fresh_ones() -> None:
     cannot reach (``Standing``) and looks for new targets only on the lines it opens to the
     opponent's sliders: over random middlegames, the fact equals ``threat`` computed afresh
     on the board after the move, every piece considered."""
-    rng = random.Random(18)
     compared = changed = 0
-    for _ in range(60):
-        board = chess.Board()
-        for _ in range(rng.randint(6, 40)):
-            moves = list(board.legal_moves)
-            if not moves:
-                break
-            board.push(rng.choice(moves))
+    for board in random_positions(60, seed=18, plies=41):
         moves = list(board.legal_moves)
         us = board.turn
         before = max(exposed(board, us), default=0)
