@@ -11,6 +11,10 @@ middlegames, endgames and the 218-move position) it times one session run per po
 and reports ms per position (median, p90), positions per second, the speedup of shared int8
 over per_move fp32, and the accuracy cost of int8 (|Δ expected win| over every move).
 
+With two threads or more, a model that reads move facts runs its shared rows as two halves,
+the state half beside the move facts (engine/halves.py); the ``shared_int8_whole`` row then
+times the int8 file run as one graph, what that overlap saves.
+
 The search row times the look-ahead (engine/search.py) on the int8 variant: nodes per second
 over a spread of the positions, searching `--search-nodes` nodes from each, with SEARCH_BATCH
 leaves per forward pass (virtual loss keeps the walks apart) and with one leaf per call.
@@ -48,6 +52,8 @@ from oneply.engine.search import Limits, TreeSearch
 POSITIONS_FILE = Path(__file__).parent / "data" / "bench_positions.txt"
 VARIANTS = ("shared_fp32", "shared_int8", "per_move_fp32")
 PER_MOVE_VARIANTS = ("per_move_fp32", "per_move_int8")
+#: the int8 file with its graph run whole, beside the shared rows' two halves
+WHOLE_VARIANT = "shared_int8_whole"
 #: leaves per forward pass in the search row's batched run (TreeSearch's default)
 SEARCH_BATCH = 8
 #: positions the search row searches from, spread over the bench set
@@ -193,6 +199,11 @@ def bench(
             results[variant] = summarise(times)
             if variant == f"{layout}_int8" and search_nodes > 0:
                 search = {**search_row(scorer, boards, search_nodes), "model_variant": variant}
+        if base.overlapped:  # the int8 file once more, its graph run whole (engine/halves.py)
+            whole = Scorer(paths["shared_int8"], threads=threads, overlap=False)
+            times, _ = time_variant(whole, boards, WHOLE_VARIANT)
+            results[WHOLE_VARIANT] = summarise(times)
+            variants = (*variants, WHOLE_VARIANT)
     deltas = [
         abs(fp32[move] - int8[move])
         for fp32, int8 in zip(wins[f"{layout}_fp32"], wins[f"{layout}_int8"], strict=True)
@@ -213,6 +224,7 @@ def bench(
         "model": str(base.path),
         "model_description": base.info.describe(),
         "threads": threads,
+        "overlapped": base.overlapped,
         "positions": len(boards),
         "legal_moves_mean": float(np.mean([b.legal_moves.count() for b in boards])),
         "ms_per_position": {v: round(results[v]["median"], 3) for v in variants},
@@ -237,14 +249,19 @@ def print_table(result: dict[str, Any]) -> None:
     print(
         f"positions {result['positions']} (mean {result['legal_moves_mean']:.1f} legal moves), "
         f"threads {result['threads']}"
+        + (
+            ", shared rows in two halves (state half beside the facts)"
+            if result["overlapped"]
+            else ""
+        )
     )
     print()
-    print(f"{'variant':<15} {'median ms':>10} {'p90 ms':>9} {'pos/s':>8} {'vs per_move':>12}")
+    print(f"{'variant':<18} {'median ms':>10} {'p90 ms':>9} {'pos/s':>8} {'vs per_move':>12}")
     per_move = result["ms_per_position"]["per_move_fp32"]
     for variant in result["ms_per_position"]:
         median = result["ms_per_position"][variant]
         print(
-            f"{variant:<15} {median:>10.2f} {result['p90_ms_per_position'][variant]:>9.2f} "
+            f"{variant:<18} {median:>10.2f} {result['p90_ms_per_position'][variant]:>9.2f} "
             f"{result['positions_per_s'][variant]:>8.1f} {per_move / median:>11.1f}x"
         )
     if result["facts_ms_per_position"] is not None:

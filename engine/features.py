@@ -403,8 +403,17 @@ def encode_facts(
 ) -> tuple[np.ndarray, np.ndarray]:
     """The two feature inputs of a batch: int64 [B, 64, S] and [B, width, M] (padding 0);
     channels outside `facts` may be left 0."""
-    squares = encode_squares(boards, facts)
+    return encode_squares(boards, facts), encode_move_facts(boards, moves, width, facts)
+
+
+def encode_move_facts(
+    boards: Sequence[chess.Board],
+    moves: Sequence[Sequence[chess.Move]],
+    width: int,
+    facts: Wanted = True,
+) -> np.ndarray:
+    """The move-facts input of a batch: int64 [B, width, M] (padding 0)."""
     per_move = np.zeros((len(boards), width, len(MOVE_FACTS)), dtype=np.int64)
     for row, (board, legal) in enumerate(zip(boards, moves, strict=True)):
         per_move[row, : len(legal)] = move_facts(board, legal, facts)
-    return squares, per_move
+    return per_move

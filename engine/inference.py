@@ -33,9 +33,11 @@ from typing import Protocol
 
 import chess
 import numpy as np
+import onnx
 import onnxruntime as ort
 
-from oneply.engine.features import Wanted, encode_facts, encode_squares
+from oneply.engine.features import Wanted, encode_facts, encode_move_facts, encode_squares
+from oneply.engine.halves import SplitSession
 from oneply.engine.model_file import ModelFileError, ModelInfo, parse_metadata, resolve_model_path
 from oneply.engine.moves import MOVE_INDEX
 from oneply.engine.tokenizer import tokenize
@@ -111,6 +113,16 @@ class EncodedBatch:
         return [self.states, self.ids, *facts]
 
 
+def legal_move_ids(boards: Sequence[chess.Board]) -> tuple[list[list[chess.Move]], np.ndarray]:
+    """Each board's legal moves, and their ids as int64 [B, N] (PAD_MOVE-padded, N ≥ 1)."""
+    moves = [list(board.legal_moves) for board in boards]
+    width = max(1, max(len(m) for m in moves))
+    ids = np.full((len(boards), width), PAD_MOVE, dtype=np.int64)
+    for row, legal in enumerate(moves):
+        ids[row, : len(legal)] = [MOVE_INDEX[m.uci()] for m in legal]
+    return moves, ids
+
+
 def encode_batch(
     boards: Sequence[chess.Board], facts: Wanted = False, move_facts: bool = True
 ) -> EncodedBatch:
@@ -118,11 +130,8 @@ def encode_batch(
     `facts` the engine/features.py facts (computed once per position, here: True all, or the
     names the model reads; without `move_facts` only the square facts, all a state-only sv or
     bc model reads)."""
-    moves = [list(board.legal_moves) for board in boards]
-    width = max(1, max(len(m) for m in moves))
-    ids = np.full((len(boards), width), PAD_MOVE, dtype=np.int64)
-    for row, legal in enumerate(moves):
-        ids[row, : len(legal)] = [MOVE_INDEX[m.uci()] for m in legal]
+    moves, ids = legal_move_ids(boards)
+    width = ids.shape[1]
     states = np.stack([tokenize(board) for board in boards])
     if not facts:
         return EncodedBatch(states, ids, moves)
@@ -203,6 +212,11 @@ class Scorer:
 
     >>> scorer = Scorer()                           # bundled model, all cores
     >>> best = scorer.score(chess.Board())[0]       # moves come sorted, best first
+
+    With two cores or more (`threads`, default all), a model that reads move facts runs as
+    two halves (engine/halves.py): the network's state half on one core while the move facts
+    are computed on the other. `overlap=False` runs the one graph (``oneply bench`` compares
+    them); both give the same scores.
     """
 
     def __init__(
@@ -210,11 +224,29 @@ class Scorer:
         model: str | os.PathLike[str] | None = None,
         threads: int | None = None,
         providers: Sequence[str] | None = None,
+        overlap: bool = True,
     ):
         self.path = resolve_model_path(model)
         self.session, self.info = open_session(self.path, threads, providers)
         self._input_names = {i.name for i in self.session.get_inputs()}
+        cores = threads or os.cpu_count() or 1
+        self._halves: SplitSession | None = None
+        if overlap and cores >= 2 and self.predictor == "av" and "move_facts" in self._input_names:
+            self._halves = self._split(cores, self.session.get_providers())
         self.score(chess.Board())  # warm-up: the first run allocates; keep it off the clock
+
+    def _split(self, cores: int, providers: Sequence[str]) -> SplitSession | None:
+        """The model as two halves, or None for a graph that engine/halves.py cannot cut (a
+        file that engine/graph.py did not build): it then runs whole, as before."""
+        try:
+            return SplitSession(onnx.load(str(self.path)), cores, providers, session_options)
+        except Exception:  # SplitError; onnxruntime raises several unrelated types
+            return None
+
+    @property
+    def overlapped(self) -> bool:
+        """Whether the state half runs beside the move facts (class docstring)."""
+        return self._halves is not None
 
     @property
     def provider(self) -> str:
@@ -261,9 +293,31 @@ class Scorer:
 
         A position without legal moves gets an empty list.
         """
+        if self._halves is not None:
+            return self._score_overlapped(self._halves, boards)
         return score_positions(
             boards, self.predictor, self.info.features, lambda e: self.log_probs(*e.arrays())
         )
+
+    def _score_overlapped(
+        self, halves: SplitSession, boards: Sequence[chess.Board]
+    ) -> list[list[MoveScore]]:
+        """score_many for a model run as two halves: what `encode_batch` gives, in the order
+        the halves need it (the state inputs first)."""
+        moves, ids = legal_move_ids(boards)
+        if not any(moves):
+            return [[] for _ in boards]
+        facts = self.info.features
+        state = np.stack([tokenize(board) for board in boards])
+        state_feeds = {"state": state, "square_facts": encode_squares(boards, facts)}
+
+        def move_feeds() -> dict[str, np.ndarray]:
+            return {
+                "moves": ids,
+                "move_facts": encode_move_facts(boards, moves, ids.shape[1], facts),
+            }
+
+        return ranked_moves(moves, expected_win(halves.run(state_feeds, move_feeds)))
 
 
 def ranked_moves(moves: list[list[chess.Move]], wins: np.ndarray) -> list[list[MoveScore]]:

@@ -94,7 +94,7 @@ def test_bench_json_reports_all_variants(tiny_onnx):
     assert result.returncode == 0, result.stderr
     data = json.loads(result.stdout)
     assert set(data["ms_per_position"]) == {"shared_fp32", "shared_int8", "per_move_fp32"}
-    assert data["threads"] == 1 and data["positions"] == 4
+    assert data["threads"] == 1 and data["positions"] == 4 and data["overlapped"] is False
     assert data["speedup_shared_int8_vs_per_move"] > 0
     assert 0 <= data["int8_abs_win_delta"]["mean"] <= data["int8_abs_win_delta"]["max"] < 0.05
     search = data["search"]  # the look-ahead on the int8 model, batched leaves and one a call
@@ -102,6 +102,25 @@ def test_bench_json_reports_all_variants(tiny_onnx):
     assert search["nodes_per_position"] == 24 and search["batch"] == 8
     assert search["nps_batched"] > 0 and search["nps_one_leaf"] > 0
     assert search["speedup_batched"] > 0
+
+
+def test_bench_on_two_threads_times_the_halves_beside_the_whole_graph(tiny_onnx):
+    """engine/halves.py: the shared rows run as two halves, and one more row times the int8
+    file run whole, so the table shows what the overlap saves."""
+    args = ["bench", "--model", str(tiny_onnx), "--positions", "3", "--threads", "2"]
+    result = oneply(*args, "--search-nodes", "0", "--json")
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert data["overlapped"] is True
+    assert list(data["ms_per_position"]) == [
+        "shared_fp32",
+        "shared_int8",
+        "per_move_fp32",
+        "shared_int8_whole",
+    ]
+    assert all(ms > 0 for ms in data["ms_per_position"].values())
+    table = oneply(*args, "--search-nodes", "0")
+    assert "shared rows in two halves" in table.stdout and "shared_int8_whole" in table.stdout
 
 
 def test_bench_table_shows_the_search_row_unless_turned_off(tiny_onnx):
