@@ -293,7 +293,7 @@ class Scorer:
 
         A position without legal moves gets an empty list.
         """
-        if self._halves is not None:
+        if self._halves is not None and boards:  # no boards: score_positions answers []
             return self._score_overlapped(self._halves, boards)
         return score_positions(
             boards, self.predictor, self.info.features, lambda e: self.log_probs(*e.arrays())

@@ -60,6 +60,7 @@ def test_a_position_without_moves_in_the_batch_scores_empty(bundled):
     got = overlapped.score_many(boards)
     assert got[0] == [] and len(got[1]) == 20
     assert overlapped.score_many([chess.Board(MATED)]) == [[]]
+    assert overlapped.score_many([]) == []
     _assert_same(_wins(overlapped, boards), _wins(whole, boards), 1e-5)
 
 
