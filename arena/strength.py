@@ -16,7 +16,9 @@ ladder can only say "below". The weak opponents were rated once against Stockfis
 (README, "Strength suite"), which extends the same scale downwards.
 
 ``--baseline OTHER.onnx`` runs the suite for both models and prints the rating difference with
-its interval: whether a new model beats the last one, in one command. ``--search-nodes N``
+its interval: whether a new model beats the last one, in one command. ``--games-head N`` also
+plays the two against each other (arena/head_to_head.py): one interval instead of two that add
+up, for differences too small for the anchors to separate. ``--search-nodes N``
 runs the model a second time with look-ahead (engine/search.py): games with the UCI option
 ``Search`` at the same time control (the clock bounds the search), puzzles searched N nodes
 per move; the report puts the two side by side.
@@ -33,8 +35,9 @@ from typing import Any
 
 import chess
 
-from oneply.arena import match
+from oneply.arena import head_to_head, match
 from oneply.arena.engines import EngineStartError
+from oneply.arena.head_to_head import HeadToHead
 from oneply.arena.ladder import UCI_ELO_MAX, UCI_ELO_MIN, append_pgn
 from oneply.arena.material import count_match
 from oneply.arena.puzzles import (
@@ -128,6 +131,30 @@ def play_opponents(
                 f" ({played.seconds:.0f}s)",
                 file=sys.stderr,
             )
+
+
+#: the head-to-head draws its openings with the run's seed plus this, apart from the
+#: opponents' (seed, seed + 1, ...)
+HEAD_SEED_OFFSET = 100
+
+
+def play_head_to_head(args: argparse.Namespace, model: str, baseline: str) -> HeadToHead | None:
+    """`--games-head` games of the model against the baseline, each opening twice with colours
+    swapped, both engines as the suite runs them; None when interrupted before the end."""
+    tc = match.time_control(args)
+    a, b = model_engine(model, tc, args.seed), model_engine(baseline, tc, args.seed)
+    seed = args.seed + HEAD_SEED_OFFSET
+    settings = match.common_settings(args, a, b, args.games_head, seed)
+    settings.event = "oneply strength head-to-head"
+    settings.pgn_path = None
+    try:
+        played = run_match(settings)
+    except KeyboardInterrupt:
+        print("interrupted; the head-to-head games are not counted", file=sys.stderr)
+        return None
+    if args.pgn:
+        append_pgn(args.pgn, played)
+    return head_to_head.from_stats(model, baseline, played.stats, played.seconds)
 
 
 # --------------------------------------------------------------------------- puzzles
@@ -274,6 +301,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="ELO,...",
         help="Stockfish UCI_Elo levels (default 1350,1500)",
     )
+    games.add_argument(
+        "--games-head",
+        type=int,
+        default=0,
+        metavar="N",
+        help="with --baseline: N games of the model against the baseline itself, each opening "
+        "twice with colours swapped; pentanomial Elo (default 0: none)",
+    )
     games.add_argument("--stockfish", default="", help=f"Stockfish binary (default: {LOOKUP_TEXT})")
     puzzles = parser.add_argument_group("puzzles")
     puzzles.add_argument("--puzzles", default=str(DEV_PUZZLES), help="puzzle CSV (dev set)")
@@ -295,6 +330,8 @@ def run(args: argparse.Namespace) -> int:
         return strength_merge.run(args.merge, args.json)
     if not args.model:
         raise CommandError("oneply strength: give a model file (or --merge RUN.json ...)", 2)
+    if args.games_head and not args.baseline:
+        raise CommandError("oneply strength: --games-head plays the model against --baseline", 2)
 
     runs = [(args.model, 0)]
     if args.search_nodes > 0:
@@ -324,10 +361,18 @@ def run(args: argparse.Namespace) -> int:
             raise CommandError(f"oneply strength: engine unusable: {exc}", 2) from None
         if results[-1].interrupted:
             break
+    head = None
+    if args.baseline and args.games_head > 0 and not results[-1].interrupted:
+        head = play_head_to_head(args, args.model, args.baseline)
     print(report.table(results, f"oneply strength ({match.time_control(args).describe()})"))
+    if head is not None:
+        print(head_to_head.text(head))
     print(f"  caveat: {CAVEAT}")
     if args.json:
-        match.write_json(args.json, report.to_json(results, args, CAVEAT))
+        data = report.to_json(results, args, CAVEAT)
+        if head is not None:
+            data["head_to_head"] = head.to_dict()
+        match.write_json(args.json, data)
         print(f"  wrote {args.json}")
     if args.plot:
         if report.plot(args.plot, results):

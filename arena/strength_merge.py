@@ -11,7 +11,8 @@ the games' own uncertainty.
 Only like with like: the same model and baseline files (by the names the runs record), the
 same look-ahead budget and time control, other seeds (a run merged twice would count its games
 twice). Puzzle results are kept where the runs agree on them (the dev puzzles are
-deterministic for a model) and dropped otherwise.
+deterministic for a model) and dropped otherwise. The runs' head-to-head games against the
+baseline (`--games-head`, arena/head_to_head.py) add up the same way: games and pairs summed.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from oneply.arena import head_to_head
+from oneply.arena.head_to_head import HeadToHead
 from oneply.arena.material import Giveaways
 from oneply.arena.strength_report import comparison
 from oneply.arena.suite_result import OpponentResult, SuiteResult, combined_rating
@@ -163,6 +166,10 @@ def merge(paths: list[Path]) -> tuple[list[SuiteResult], dict[str, Any]]:
     if len(results) == 2:
         data["baseline"] = results[1].to_dict()
         data["comparison"] = comparison(results[0], results[1])
+    heads = [HeadToHead.from_dict(run["head_to_head"]) for run in runs if run.get("head_to_head")]
+    if heads:
+        data["head_to_head"] = head_to_head.add_up(heads).to_dict()
+        data["head_to_head"]["runs"] = len(heads)
     return results, data
 
 
@@ -177,6 +184,8 @@ def run(paths: list[str], json_out: str | None) -> int:
     title = f"oneply strength: {len(files)} runs merged (seeds {seeds}; "
     title += f"{data['settings'].get('time_control')})"
     print(report.table(results, title))
+    if data.get("head_to_head"):
+        print(head_to_head.text(HeadToHead.from_dict(data["head_to_head"])))
     if json_out:
         match.write_json(json_out, data)
         print(f"  wrote {json_out}")

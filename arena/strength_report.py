@@ -129,6 +129,7 @@ def to_json(results: list[SuiteResult], args: argparse.Namespace, caveat: str) -
             "greedy": args.games_greedy,
             "sf-skill0": args.games_skill,
             "per_level": args.games_per_level,
+            "head": args.games_head,
         },
         "levels": args.levels,
         "puzzle_limit": args.puzzle_limit,

@@ -69,6 +69,7 @@ def test_strength_end_to_end(tiny_onnx, tmp_path, capsys) -> None:
     args += ["--games-random", "0", "--games-greedy", "2", "--games-skill", "0"]
     args += ["--games-per-level", "0", "--puzzle-limit", "8", "--tc", "3+0.03"]
     args += ["--concurrency", "2", "--quiet", "--json", str(out), "--plot", str(png)]
+    args += ["--games-head", "2"]
     assert cli_main(args) == 0
     data = json.loads(out.read_text())
     assert {"model", "rating", "opponents", "puzzles", "settings", "baseline", "comparison"} <= set(
@@ -94,7 +95,15 @@ def test_strength_end_to_end(tiny_onnx, tmp_path, capsys) -> None:
     )
     assert diff["puzzles_argmax_diff"] == 0  # the same net solves the same puzzles
     assert png.stat().st_size > 10_000
+    # the head-to-head: one opening played twice, colours swapped, counted as one pair
+    head = data["head_to_head"]
+    assert head["games"] == 2 and sum(head["pentanomial"]) == 1
+    assert head["wins"] + head["draws"] / 2 == sum(
+        k / 2 * n for k, n in enumerate(head["pentanomial"])
+    )
+    assert data["settings"]["games"]["head"] == 2
     printed = capsys.readouterr().out
+    assert f"head-to-head {tiny_onnx} vs {tiny_onnx}: " in printed
     assert "rating:" in printed and "vs baseline" in printed and "gives material" in printed
     assert f"→ {diff['verdict']}" in printed
 

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from oneply.arena import strength
+from oneply.arena import elo, strength
+from oneply.arena.head_to_head import HeadToHead
 from oneply.arena.material import Giveaways
 from oneply.arena.strength_report import to_json
 from oneply.arena.suite_result import OpponentResult, SuiteResult, combined_rating
@@ -87,3 +88,24 @@ def test_only_runs_of_the_same_measurement_merge(tmp_path: Path, capsys) -> None
     assert "not both" in capsys.readouterr().err
     assert cli_main(["strength"]) == 2
     assert "--merge RUN.json" in capsys.readouterr().err
+
+
+def test_merge_sums_the_runs_head_to_head(tmp_path: Path, capsys) -> None:
+    games = (((30, 5, 65), (4, 1, 15)), ((25, 5, 70), (3, 1, 16)))
+    paths = []
+    for seed, head in (
+        (1, HeadToHead("new.onnx", "old.onnx", 10, 4, 6, pairs=[1, 2, 3, 2, 2])),
+        (2, HeadToHead("new.onnx", "old.onnx", 9, 2, 9, pairs=[2, 2, 2, 2, 2])),
+    ):
+        path = _write_run(tmp_path / f"{seed}.json", seed, *games)
+        data = json.loads(path.read_text())
+        data["head_to_head"] = head.to_dict()
+        path.write_text(json.dumps(data))
+        paths.append(str(path))
+    out = tmp_path / "merged.json"
+    assert cli_main(["strength", "--merge", *paths, "--json", str(out)]) == 0
+    merged = json.loads(out.read_text())["head_to_head"]
+    assert (merged["wins"], merged["draws"], merged["losses"]) == (19, 6, 15)
+    assert merged["pentanomial"] == [3, 4, 5, 4, 4] and merged["runs"] == 2
+    assert merged["elo"]["elo"] == pytest.approx(elo.pentanomial([3, 4, 5, 4, 4]).elo)
+    assert "head-to-head new.onnx vs old.onnx: 19/6/15 in 40 games" in capsys.readouterr().out
