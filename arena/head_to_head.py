@@ -10,8 +10,10 @@ decide a patch. Both sides are the searchless engine at a few milliseconds a mov
 cost less than the suite's against Stockfish.
 
 What it does not replace: the anchored rating says how strong a model is on a scale that other
-runs share; a match between two close relatives says which of the two is stronger, and
-self-play may stretch that gap. The report keeps both.
+runs share; a match between two close relatives says which of the two wins against the other,
+and the two gaps need not agree. v15 against v14 read +24 ± 13 Elo over 2,000 games where the
+anchored runs that shipped v15 read +48 [+18, +79] (docs/STUDIES.md, 2026-12-05): the report
+keeps both, and the ship decision reads the anchored one.
 """
 
 from __future__ import annotations

@@ -18,7 +18,8 @@ ladder can only say "below". The weak opponents were rated once against Stockfis
 ``--baseline OTHER.onnx`` runs the suite for both models and prints the rating difference with
 its interval: whether a new model beats the last one, in one command. ``--games-head N`` also
 plays the two against each other (arena/head_to_head.py): one interval instead of two that add
-up, for differences too small for the anchors to separate. ``--search-nodes N``
+up, on another question (which of two relatives wins, not what either scores against the
+anchors). ``--search-nodes N``
 runs the model a second time with look-ahead (engine/search.py): games with the UCI option
 ``Search`` at the same time control (the clock bounds the search), puzzles searched N nodes
 per move; the report puts the two side by side.
