@@ -137,9 +137,12 @@ def test_full_game_with_search_on_a_bullet_clock_never_loses_on_time(
     # clock and a machine that may be loaded, each search stays inside its whole budget: the
     # other half is the slack for a call slower than the last one. A search the machine
     # stalled under (its nodes per second under half the game's median: CI once
-    # measured 59 against 150-210) may run past the budget, never past twice it
+    # measured 59 against 150-210) may run past the budget, never past twice it once it chose
+    # to look ahead; a one-node search is the root's single model call, which no budget can
+    # shorten (CI once measured 223 ms against 98 at nps 4, the game's median 300)
     late = [f for f in fields if int(f["time_ms"]) > int(f["budget_ms"])]
-    assert all(int(f["time_ms"]) <= 2 * int(f["budget_ms"]) for f in late), late
+    searched = [f for f in late if int(f["nodes"]) > 1]
+    assert all(int(f["time_ms"]) <= 2 * int(f["budget_ms"]) for f in searched), late
     median_nps = statistics.median(int(f["nps"]) for f in fields)
     assert all(2 * int(f["nps"]) < median_nps for f in late), (median_nps, late)
     assert sum(int(f["nodes"]) > 1 for f in fields) >= len(fields) // 2  # it did look ahead
