@@ -13,10 +13,13 @@ positions it trains on (fresh data: each position is seen once) and the training
 The labelling cost is what the generate run recorded (its shards' ``worker_seconds`` over
 their positions: the CPU of generate's process tree, training/cpu_clock.py; shards of an older
 generate recorded wall time × workers, right only on a quiet core). The
-training cost is measured, not assumed: two short probe runs of the row's own model and
-settings (``PROBE_STEPS``), timed in process CPU seconds so that other work on a shared machine
-does not count, their difference divided by the positions between them (start-up, data loading
-and the first steps' compilation cancel out).
+training cost is measured, not assumed: two probe runs of the row's own model and settings,
+timed in process CPU seconds so that other work on a shared machine does not count, their
+difference divided by the positions between them (start-up, data loading, the first steps'
+compilation and the closing evaluation cancel out). Those fixed costs are 15 seconds and more on
+millions of positions and vary by a second or two between runs, so the long probe grows until
+the difference dwarfs that noise: with two fixed lengths, a 0.1M model's twelve extra steps
+(about two seconds) once measured as nothing and planned 6.6M positions where 3.9M were paid for.
 """
 
 from __future__ import annotations
@@ -25,13 +28,20 @@ import dataclasses
 import json
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from oneply.engine.errors import CommandError
 
-#: the two probe lengths (steps): their difference is what is timed
-PROBE_STEPS = (4, 16)
+#: the short probe (steps): the fixed costs that the long probe's time is measured past
+SHORT_PROBE = 4
+#: the long probe's first length (steps); it grows fourfold until its extra time is long enough
+LONG_PROBE = 16
+#: the long probe's extra CPU-seconds over the short one's that make a measurement
+MIN_PROBE_SECONDS = 20.0
+#: the longest long probe (steps): beyond it the measurement stands as it is, if positive
+MAX_PROBE_STEPS = 1024
 
 
 def shard_metas(directory: str | Path) -> list[dict[str, Any]]:
@@ -76,13 +86,13 @@ def label_seconds_per_position(directories: list[str]) -> float:
 
 
 def train_seconds_per_position(config: Any) -> float:
-    """Process CPU seconds per position of training `config` (a TrainConfig), from two probe
-    runs in a scratch directory (their weights are thrown away)."""
+    """Process CPU seconds per position of training `config` (a TrainConfig), from probe runs
+    in a scratch directory (their weights are thrown away)."""
     from oneply.training.fit import train
 
-    spent = []
     with tempfile.TemporaryDirectory(prefix="oneply-probe-") as scratch:
-        for steps in PROBE_STEPS:
+
+        def run(steps: int) -> float:
             probe = dataclasses.replace(
                 config,
                 out=str(Path(scratch) / f"probe-{steps}"),
@@ -93,9 +103,34 @@ def train_seconds_per_position(config: Any) -> float:
             )
             started = time.process_time()
             train(probe, resume=False, quiet=True)
-            spent.append(time.process_time() - started)
-    positions = (PROBE_STEPS[1] - PROBE_STEPS[0]) * config.batch
-    return max(spent[1] - spent[0], 1e-6) / positions
+            return time.process_time() - started
+
+        return probe_cost(run, config.batch)
+
+
+def probe_cost(
+    run: Callable[[int], float],
+    batch: int,
+    min_seconds: float | None = None,
+    max_steps: int = MAX_PROBE_STEPS,
+) -> float:
+    """Seconds per position from `run(steps)` (the CPU-seconds of a probe that long): the long
+    probe's time past the short one's, the long probe lengthened fourfold until that difference
+    is at least `min_seconds` (``MIN_PROBE_SECONDS``) or `max_steps` is reached."""
+    floor = MIN_PROBE_SECONDS if min_seconds is None else min_seconds
+    fixed = run(SHORT_PROBE)
+    steps = LONG_PROBE
+    extra = run(steps) - fixed
+    while extra < floor and steps * 4 <= max_steps:
+        steps *= 4
+        extra = run(steps) - fixed
+    if extra <= 0:
+        raise CommandError(
+            f"a {steps}-step training probe took no longer than a {SHORT_PROBE}-step one: the "
+            "training cost cannot be measured on this machine now (is something else starving "
+            "the probe? rerun on a quieter core)"
+        )
+    return extra / ((steps - SHORT_PROBE) * batch)
 
 
 def plan(budget_seconds: float, label_cost: float, train_cost: float) -> int:

@@ -12,7 +12,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from oneply.engine.features import V5_FACTS  # noqa: E402
-from oneply.training import ablation  # noqa: E402
+from oneply.training import ablation, budget  # noqa: E402
 from tests.helpers.training import make_shard  # noqa: E402
 
 
@@ -104,8 +104,11 @@ def timed(data: Path, seconds_per_position: float) -> Path:
     return data
 
 
-def test_cpu_hours_give_each_row_the_positions_its_budget_pays_for(tmp_path: Path) -> None:
+def test_cpu_hours_give_each_row_the_positions_its_budget_pays_for(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Labelling counted: positions = budget / (label + train CPU-seconds per position)."""
+    monkeypatch.setattr(budget, "MIN_PROBE_SECONDS", 1.0)  # a toy run: a short probe suffices
     data = timed(make_shard(tmp_path / "data", 800), 0.02)
     out = tmp_path / "ablate"
     parser = argparse.ArgumentParser()
@@ -117,16 +120,41 @@ def test_cpu_hours_give_each_row_the_positions_its_budget_pays_for(tmp_path: Pat
     row = json.loads((out / "facts" / "result.json").read_text())
     assert row["label_cost"] == pytest.approx(0.02)
     assert 0 < row["train_cost"] < 0.02  # a tiny model: cheaper to train than to label here
-    budget = 0.004 * 3600
-    assert row["positions"] == int(budget / (row["label_cost"] + row["train_cost"]))
+    seconds = 0.004 * 3600
+    assert row["positions"] == int(seconds / (row["label_cost"] + row["train_cost"]))
     assert row["positions_seen"] == row["positions"] // 128 * 128
-    assert row["label_cpu_seconds"] + row["train_cpu_seconds"] == pytest.approx(budget, rel=0.01)
+    assert row["label_cpu_seconds"] + row["train_cpu_seconds"] == pytest.approx(seconds, rel=0.01)
     assert "| facts |" in (out / "table.md").read_text()
     # a budget that pays for more positions than were labelled: refused, no second pass
     argv[argv.index("0.004")] = "0.04"
     argv[argv.index(str(out))] = str(tmp_path / "more")
     with pytest.raises(ablation.CommandError, match="label more"):
         ablation.run(parser.parse_args(argv))
+
+
+def test_the_training_probe_grows_until_its_extra_time_outweighs_the_fixed_costs() -> None:
+    """A cheap model's first long probe outlasts the short one by less than start-up's noise:
+    the long probe is lengthened fourfold until the difference is MIN_PROBE_SECONDS."""
+    lengths: list[int] = []
+
+    def run(steps: int) -> float:  # 15 CPU-seconds of start-up, 0.1 a step
+        lengths.append(steps)
+        return 15.0 + 0.1 * steps
+
+    cost = budget.probe_cost(run, batch=128, min_seconds=20.0)
+    assert lengths == [budget.SHORT_PROBE, 16, 64, 256]
+    assert cost == pytest.approx(0.1 / 128)
+    lengths.clear()
+    budget.probe_cost(run, batch=128, min_seconds=20.0, max_steps=64)
+    assert lengths == [budget.SHORT_PROBE, 16, 64]
+
+
+def test_a_probe_that_measures_no_training_time_is_refused() -> None:
+    """Noise that makes the long probe no longer than the short one once planned a 0.1M model
+    6.6M positions for a budget that paid for 3.9M: now it is an error, not a plan."""
+    times = iter([16.0, 15.5, 15.9, 15.2, 15.8, 15.1])
+    with pytest.raises(ablation.CommandError, match="cannot be measured"):
+        budget.probe_cost(lambda steps: next(times), batch=128, min_seconds=20.0)
 
 
 def test_an_untimed_data_directory_cannot_be_budgeted(tmp_path: Path) -> None:
