@@ -19,7 +19,7 @@ difference divided by the positions between them (start-up, data loading, the fi
 compilation and the closing evaluation cancel out). Those fixed costs are 15 seconds and more on
 millions of positions and vary by a second or two between runs, so the long probe grows until
 the difference dwarfs that noise: with two fixed lengths, a 0.1M model's twelve extra steps
-(about two seconds) once measured as nothing and planned 6.6M positions where 3.9M were paid for.
+(about two seconds) once measured as nothing and planned 6.6M positions where 4.4M were paid for.
 """
 
 from __future__ import annotations

@@ -151,7 +151,7 @@ def test_the_training_probe_grows_until_its_extra_time_outweighs_the_fixed_costs
 
 def test_a_probe_that_measures_no_training_time_is_refused() -> None:
     """Noise that makes the long probe no longer than the short one once planned a 0.1M model
-    6.6M positions for a budget that paid for 3.9M: now it is an error, not a plan."""
+    6.6M positions for a budget that paid for 4.4M: now it is an error, not a plan."""
     times = iter([16.0, 15.5, 15.9, 15.2, 15.8, 15.1])
     with pytest.raises(ablation.CommandError, match="cannot be measured"):
         budget.probe_cost(lambda steps: next(times), batch=128, min_seconds=20.0)
