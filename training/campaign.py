@@ -4,16 +4,19 @@ Why: strength on two CPU cores comes from CPU-hours, and a session lasts a few h
 machine that the next session may not have. So every session starts (or resumes) one run:
 Stockfish labels fresh positions on one core (`train generate`) while the trainer follows them
 on the other (`train fit --follow`), warm-started from the campaign's latest weights. At the
-end of the session `save` exports those weights over one committed file and adds the
-session's row to the ledger: positions labelled and trained on, labelling and training
-CPU-seconds, and what the model measured then. The ledger's plot is the campaign's
+end of the session `save` exports those weights to runs/ (`--weights`) and adds the
+session's row to the committed ledger: positions labelled and trained on, labelling and
+training CPU-seconds, and what the model measured then. The ledger's plot is the campaign's
 strength-against-CPU-hours curve (labelling and training apart), so anyone can read what the
-next hours would buy. The bundled default model changes only when the strength suite says a
-campaign model is stronger (README "Training that accumulates").
+next hours would buy; it is drawn from the ledger (`plot`), never committed. Weights are
+committed only when they ship or are a rated candidate (`save --publish`): a session's
+weights do not bloat the repository's history. The bundled default model changes only when
+the strength suite says a campaign model is stronger (docs/training.md, "The campaign").
 
     oneply train campaign start            # two background processes, logs in runs/campaign/
-    oneply train campaign save             # models/campaign/: latest.onnx, ledger.json, PNG
+    oneply train campaign save             # runs/campaign-latest/latest.onnx, ledger.json, PNG
     oneply train campaign rate --suite RUN.json   # the row's suite games, on the curve too
+    oneply train campaign plot             # models/campaign/campaign.png, from the ledger
 
 A change is measured as a paired fork (`start --fork "FIT ARGS"`, training/campaign_fork.py).
 """
@@ -24,6 +27,7 @@ import argparse
 import datetime
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -62,29 +66,28 @@ from oneply.training.campaign_guards import (
 from oneply.training.dataset import find_shards
 
 LEDGER_DIR = REPO_ROOT / "models" / "campaign"
+#: where `save` writes the session's weights: a working file, not a committed one
+WEIGHTS_DIR = REPO_ROOT / "runs" / "campaign-latest"
 LATEST = "latest.onnx"
 LEDGER = "ledger.json"
 PLOT = "campaign.png"
 BUNDLED = REPO_ROOT / "models" / "oneply-small.onnx"
 #: the listwise ranking loss beside HL-Gauss: it won every measure of the 500k-position table
-#: (docs/STUDIES.md, the 500k table: dev puzzles 28.3% vs 25.1%), so the campaign trains with it
+#: (docs/studies/500k-ranking-and-exchange.md), so the campaign trains with it
 RANK_WEIGHT = 1.0
-#: how often a session's trainer may read its fresh positions: 3.8 passes over 149k fitted them
-#: and lost 0.017 nats on held-out ones (2026-11-27g); it waits for the labeller instead
+#: how often a session's trainer may read its fresh positions: more passes fit them and lose on
+#: held-out ones (docs/studies/2026-11-27g.md); it waits for the labeller instead
 MAX_PASSES = 2.0
 
 
 #: how much the trainers yield to a single labelling worker (nice, and Linux's autogroup nice):
 #: at depth 6 the labels bind. At equal priority each session's process group gets an equal
-#: share of the CPU, so two trainers beside one generate group held Stockfish to 33-47% of a
-#: core and the labelling to 20 positions/s; with the trainers' groups at nice 10 it took
-#: 87% and labelled 34-35/s while the trainers still made 0.33 and 0.25 steps/s (about what
-#: they made before: they had been waiting for positions, 2026-11-29). One worker uses one
-#: core at most, so the trainers keep the other.
+#: share of the CPU, so two trainers beside one generate group starve Stockfish; niced, the
+#: labeller gets most of a core and the trainers keep the other (docs/studies/2026-11-29.md).
 TRAIN_NICE = 10
 #: ... and how much two labelling workers (a fork with labels of its own) yield to the
-#: trainers: at equal priority they would take both cores (2026-11-26, at depth 2, the
-#: generate group ran three times ahead of what a trainer read)
+#: trainers: at equal priority they would take both cores and run far ahead of what a
+#: trainer reads
 GENERATE_NICE = 2
 
 
@@ -123,11 +126,19 @@ def _launch(command: list[str], log: Path, niceness: int = 0) -> int:
     return process.pid
 
 
+def latest_weights(args: argparse.Namespace) -> Path:
+    """What a session warm-starts from: this machine's last saved weights (`--weights`), else
+    the campaign's published candidate (in the ledger's folder), else the bundled model."""
+    for folder in (Path(args.weights), Path(args.ledger)):
+        if (folder / LATEST).is_file():
+            return folder / LATEST
+    return BUNDLED
+
+
 def start_commands(args: argparse.Namespace) -> dict[str, list[str]]:
     """The generate and fit command lines of a session (what `start` launches)."""
     oneply = [sys.executable, "-m", "oneply.engine"]
-    ledger = Path(args.ledger)
-    init = ledger / LATEST if (ledger / LATEST).is_file() else BUNDLED
+    init = latest_weights(args)
     if args.init is not None:  # a new lineage (e.g. from a newly bundled model)
         init = Path(args.init)
     seed = args.seed if args.seed is not None else int(datetime.date.today().strftime("%Y%m%d"))
@@ -249,8 +260,8 @@ def session_row(args: argparse.Namespace, run: Path, data: str) -> dict[str, Any
 
 def train_seconds(args: argparse.Namespace, summary: dict[str, Any]) -> float:
     """What the session's training cost: --train-seconds if given, else the trainer's
-    process-tree CPU (fit records it since 2026-11-26), else its wall-clock step time (which
-    overstates the cost on a shared machine)."""
+    process-tree CPU (what fit records), else its wall-clock step time (older checkpoints,
+    which overstates the cost on a shared machine)."""
     if args.train_seconds is not None:
         return float(args.train_seconds)
     if summary.get("train_cpu_seconds") is not None:
@@ -261,7 +272,7 @@ def train_seconds(args: argparse.Namespace, summary: dict[str, Any]) -> float:
 def shipped_path(value: Any) -> Any:
     """`value` with a path inside the repository made repo-relative (anything else unchanged).
 
-    Why: the ledger and latest.onnx are committed and shipped; they must not name the
+    Why: the ledger and published weights are committed and shipped; they must not name the
     machine a session ran on (tests/engine/test_readme.py checks)."""
     if not isinstance(value, str) or not Path(value).is_absolute():
         return value
@@ -327,7 +338,11 @@ def save(args: argparse.Namespace) -> int:
     path = ledger_dir / LEDGER
     ledger = json.loads(path.read_text()) if path.exists() else []
     row = {"session": row_name(args, ledger), **row}
-    export_run(run, ledger_dir / LATEST)
+    weights = Path(args.weights) / LATEST
+    weights.parent.mkdir(parents=True, exist_ok=True)
+    export_run(run, weights)
+    if args.publish:  # a rated candidate the model card refers to: committed with the ledger
+        shutil.copyfile(weights, ledger_dir / LATEST)
     names = [r.get("session") for r in ledger]  # the rows before this one (in place if saved)
     earlier = ledger[: names.index(row["session"])] if row["session"] in names else ledger
     row["lineage"] = args.lineage or (lineage(earlier[-1]) if earlier else FIRST_LINEAGE)
@@ -340,7 +355,20 @@ def save(args: argparse.Namespace) -> int:
     plot(ledger, ledger_dir / PLOT)
     for point in cumulative(ledger):
         print(format_point(point))
-    print(f"wrote {ledger_dir / LATEST}, {path}, {ledger_dir / PLOT}")
+    published = f", {ledger_dir / LATEST}" if args.publish else ""
+    print(f"wrote {weights}{published}, {path}, {ledger_dir / PLOT}")
+    return 0
+
+
+def redraw(args: argparse.Namespace) -> int:
+    """The campaign's curve drawn again from the committed ledger (`plot`)."""
+    path = Path(args.ledger) / LEDGER
+    if not path.is_file():
+        raise CommandError(f"no ledger at {path}", 2)
+    ledger = json.loads(path.read_text())
+    target = Path(args.plot) if args.plot else Path(args.ledger) / PLOT
+    plot(ledger, target)
+    print(f"wrote {target}")
     return 0
 
 
@@ -348,18 +376,33 @@ def save(args: argparse.Namespace) -> int:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("action", choices=("start", "save", "rate"))
+    parser.add_argument("action", choices=("start", "save", "rate", "plot"))
     parser.add_argument("--data", default="data/campaign", help="generate directory (fresh)")
     parser.add_argument("--out", default="runs/campaign", help="the fit run's directory")
     parser.add_argument(
-        "--ledger", default=str(LEDGER_DIR), help="committed weights, ledger and curve"
+        "--ledger",
+        default=str(LEDGER_DIR),
+        help="the committed ledger (and published weights); the curve is drawn beside it",
     )
+    parser.add_argument(
+        "--weights",
+        default=str(WEIGHTS_DIR),
+        help="save: where the session's weights go; start: warm-start from them when there "
+        "(default runs/campaign-latest, not committed)",
+    )
+    parser.add_argument(
+        "--publish",
+        action="store_true",
+        help="save: also copy the weights into the ledger's folder, to be committed (a model "
+        "that ships or a rated candidate the model card refers to)",
+    )
+    parser.add_argument("--plot", metavar="PNG", help="plot: where to draw the curve")
     parser.add_argument("--count", type=int, default=3_000_000, help="positions to label")
     parser.add_argument(
         "--depth",
         type=int,
         default=6,
-        help="Stockfish depth of the labels (6 since v12: its depth-6 row beat depth 4 in games)",
+        help="Stockfish depth of the labels (6: deeper labels won in games)",
     )
     parser.add_argument("--seed", type=int, help="generate seed (default: today's date)")
     parser.add_argument("--steps", type=int, default=30_000, help="with --hours: the most")
@@ -374,8 +417,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--lr",
         type=float,
         default=2e-4,
-        help="peak learning rate of the session's restart (default 2e-4: it beat 5e-4 on "
-        "2026-11-26 and tied 1e-4 on 2026-11-26g, docs/STUDIES.md)",
+        help="peak learning rate of the session's restart (default 2e-4: it beat 5e-4 and "
+        "tied 1e-4, docs/studies/2026-11-26g.md)",
     )
     parser.add_argument(
         "--max-passes",
@@ -403,7 +446,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--fork-generate",
         metavar='"GENERATE ARGS"',
         help="start: as --fork-depth, with these train generate arguments for the fork's labels "
-        '(e.g. "--learner models/campaign/latest.onnx": the model plays one side of half the '
+        '(e.g. "--learner runs/campaign-latest/latest.onnx": the model plays one side of half the '
         "games)",
     )
     parser.add_argument(
@@ -435,7 +478,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--session",
         help="ledger row name (default: the row this run was saved as, else today's date with "
-        "the first free suffix: 2026-11-26, 2026-11-26b, ...); start: the row a saved run "
+        "the first free suffix: YYYY-MM-DD, then YYYY-MM-DDb, ...); start: the row a saved run "
         "goes on as",
     )
     parser.add_argument(
@@ -473,4 +516,6 @@ def run(args: argparse.Namespace) -> int:
     if args.action == "rate":
         ledger = Path(args.ledger)
         return campaign_rating.rate(args, ledger / LEDGER, ledger / PLOT)
+    if args.action == "plot":
+        return redraw(args)
     return start(args) if args.action == "start" else save(args)

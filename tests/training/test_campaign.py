@@ -28,9 +28,31 @@ from tests.helpers.training import (  # noqa: E402
 
 
 def _args(*argv: str) -> argparse.Namespace:
+    """The campaign's arguments; a test's --ledger folder holds its weights too (--weights)
+    unless it names them, so no test reads or writes this machine's runs/."""
     parser = argparse.ArgumentParser()
     campaign.add_arguments(parser)
-    return parser.parse_args(list(argv))
+    args = parser.parse_args(list(argv))
+    if "--weights" not in argv:
+        args.weights = args.ledger
+    return args
+
+
+def test_save_writes_the_weights_to_runs_and_publishes_them_only_when_asked(
+    tmp_path: Path,
+) -> None:
+    """A session's weights are a working file (runs/, not committed) unless --publish."""
+    assert campaign.WEIGHTS_DIR.relative_to(campaign.REPO_ROOT).parts[0] == "runs"
+    assert _args("save").ledger == str(campaign.LEDGER_DIR)
+    ledger, weights = tmp_path / "ledger", tmp_path / "weights"
+    args = _args("start", "--ledger", str(ledger), "--weights", str(weights))
+    assert campaign.latest_weights(args) == campaign.BUNDLED
+    ledger.mkdir()
+    (ledger / campaign.LATEST).write_bytes(b"published")
+    assert campaign.latest_weights(args) == ledger / campaign.LATEST
+    weights.mkdir()
+    (weights / campaign.LATEST).write_bytes(b"this machine's")
+    assert campaign.latest_weights(args) == weights / campaign.LATEST
 
 
 def test_start_resumes_from_the_committed_weights_else_the_bundled_model(tmp_path: Path) -> None:
@@ -126,6 +148,18 @@ def test_save_exports_the_run_and_writes_the_ledger_and_curve(tmp_path: Path) ->
     assert rows[0]["label_seconds"] == 90 and rows[0]["label_positions"] == 40
     assert rows[0]["val_loss"] is not None
     assert (ledger / campaign.PLOT).stat().st_size > 10_000
+    # weights elsewhere (runs/ by default) stay out of the ledger's folder unless published
+    (ledger / campaign.LATEST).unlink()
+    private = ("--session", "s1", "--label-seconds", "90", "--weights", str(tmp_path / "w"))
+    assert campaign.run(_args(*argv, *private)) == 0
+    assert (tmp_path / "w" / campaign.LATEST).is_file()
+    assert not (ledger / campaign.LATEST).exists()
+    assert campaign.run(_args(*argv, *private, "--publish")) == 0
+    assert (ledger / campaign.LATEST).is_file()
+    # the curve is drawn again from the ledger alone
+    redrawn = tmp_path / "redrawn.png"
+    assert campaign.run(_args("plot", "--ledger", str(ledger), "--plot", str(redrawn))) == 0
+    assert redrawn.stat().st_size > 10_000
     # the row charges the trainer's own CPU, which a resumed sitting adds to
     first = torch.load(out / "checkpoint.pt", weights_only=False)["summary"]["train_cpu_seconds"]
     assert first > 0 and rows[0]["train_seconds"] == first
