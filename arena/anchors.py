@@ -12,7 +12,7 @@ maximum likelihood with every ``sf-eloN`` fixed at N, by coordinate ascent (each
 rating refitted with the others held, until nothing moves; the likelihood is concave, so this
 converges to the joint optimum). Each engine's interval holds the others fixed, so along a
 long chain it understates the uncertainty. The results become
-the anchors of arena/registry.py's ``SUITE``; the README records the run.
+the anchors of arena/registry.py's ``SUITE``; docs/strength.md records the run.
 """
 
 from __future__ import annotations

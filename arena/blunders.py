@@ -2,8 +2,8 @@
 them (`oneply blunders GAMES.pgn --player NAME`).
 
 Why: the suite says how much a model scores; this says what kind of move costs it the points,
-which is what decides the next input to give the network (docs/STUDIES.md, "What a move leaves en
-prise": the `threats` facts came from this profile of v8 against Stockfish skill 0).
+which is what decides the next input to give the network (the `threats` facts came from such
+a profile: docs/studies/threats-facts.md).
 
 Method: Stockfish scores the position before and after each of the player's moves (a fixed
 depth, one line). A move that lowers the player's expected score (Lichess's formula,

@@ -2,8 +2,8 @@
 
 Why: the suite compares a model with its baseline through two ratings against the same anchors.
 The two fits are independent, so their half-widths add in quadrature, and a difference of 20 –
-30 Elo stays inside the interval after more than a thousand games a side against Stockfish
-(six half-size runs of 2026-12-05: +19 Elo, 95% [−12, +49]). A direct match asks the same
+30 Elo stays inside the interval after more than a thousand games a side against Stockfish.
+A direct match asks the same
 question with one interval, and each pair of games (one opening, colours swapped) cancels most
 of what the opening gives one side: the pentanomial statistic by which fishtest and OpenBench
 decide a patch. Both sides are the searchless engine at a few milliseconds a move, so its games
@@ -11,9 +11,9 @@ cost less than the suite's against Stockfish.
 
 What it does not replace: the anchored rating says how strong a model is on a scale that other
 runs share; a match between two close relatives says which of the two wins against the other,
-and the two gaps need not agree. v15 against v14 read +24 ± 13 Elo over 2,000 games where the
-anchored runs that shipped v15 read +48 [+18, +79] (docs/STUDIES.md, 2026-12-05): the report
-keeps both, and the ship decision reads the anchored one.
+and the two gaps need not agree: between two relatives the match has read about half the
+anchored gap (docs/studies/2026-12-05.md). The report keeps both, and the ship decision reads
+the anchored one.
 """
 
 from __future__ import annotations

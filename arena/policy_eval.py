@@ -23,7 +23,7 @@
 
 `main()` writes JSON (and a JSON-lines log of every game) and prints a Markdown table.
 
-Measured results are in the README ("The move policy"), where they are kept up to date.
+Measured results are in docs/uci.md ("What the rules are worth").
 """
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ CONFIGS: dict[str, dict] = {
     "all-rules": {},
     "no-fallback": {"mate_fallback": False},
     # the fallback's threshold (all-rules: the default, 0.9): a trained model rarely scores
-    # five moves above the paper's 0.99 (v14: about 0.91 for every queen move of K+Q against K)
+    # five moves above the paper's 0.99 (its training games stop once decided, at 0.9)
     "fallback-0.99": {"fallback_threshold": 0.99},
     "fallback-0.85": {"fallback_threshold": 0.85},
     "fallback-0.8": {"fallback_threshold": 0.8},

@@ -155,7 +155,7 @@ class SuiteOpponent:
     #: a built-in name (:data:`FAMILIES`)
     name: str
     #: its rating on Stockfish's UCI_Elo scale at the suite's default time control, measured
-    #: once with the `oneply match` runs listed in the README (arena/anchors.py)
+    #: once with the `oneply match` runs listed in docs/strength.md (arena/anchors.py)
     anchor: float
     #: the suite's default number of games against it
     games: int

@@ -11,9 +11,9 @@
    a weak prior (:func:`oneply.arena.elo.fit_anchored`), so a model below Stockfish's weakest
    level, or one that loses every game, still gets a finite number with an interval.
 
-Why anchors rather than a ladder alone: today's models lose every game to UCI_Elo 1350, so the
+Why anchors rather than a ladder alone: a weak model loses every game to UCI_Elo 1350, so the
 ladder can only say "below". The weak opponents were rated once against Stockfish's levels
-(README, "Strength suite"), which extends the same scale downwards.
+(docs/strength.md, "Anchors"), which extends the same scale downwards.
 
 ``--baseline OTHER.onnx`` runs the suite for both models and prints the rating difference with
 its interval: whether a new model beats the last one, in one command. ``--games-head N`` also
@@ -227,7 +227,7 @@ def parse_levels(text: str) -> list[int]:
     return levels
 
 
-#: the look-ahead budgets of the nodes curve (`--nodes-curve`, README)
+#: the look-ahead budgets of the nodes curve (`--nodes-curve`, docs/strength.md)
 DEFAULT_NODES = (1, 8, 32, 128, 512)
 
 

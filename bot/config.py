@@ -217,7 +217,7 @@ class ResignConfig:
 class ShutdownConfig:
     """The graceful stop (first SIGTERM or Ctrl-C): games are finished for at most `timeout`
     seconds (those in their first moves are aborted), then the bot exits; a second signal
-    exits at once. Docker's stop timeout must be longer (README, "Stopping the bot")."""
+    exits at once. Docker's stop timeout must be longer (docs/bot.md, "Stopping the bot")."""
 
     timeout: float = bound(300.0, 0, 86400)
 

@@ -9,7 +9,7 @@ A second signal ends the wait at once and the bot exits with 128 + the signal's 
 
 Docker sends SIGTERM on `docker stop` and SIGKILL after its stop timeout (10 s unless told
 otherwise), so `docker stop -t` / compose's `stop_grace_period` must exceed `shutdown.timeout`
-for the games to be finished (README, "Stopping the bot").
+for the games to be finished (docs/bot.md, "Stopping the bot").
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ Finished games are valued exactly. The search stops when the next depth would pa
 budget, and the last completed depth ranks the root's moves.
 
 It is a measuring instrument, not an engine option: at equal nodes it beat PUCT only on the
-dev puzzles at 16 nodes and lost at 64 and on held-out positions (README, "Why PUCT and not
+dev puzzles at 16 nodes and lost at 64 and on held-out positions (docs/uci.md, "Why PUCT and not
 alpha-beta"), so `oneply uci` and the bot search with PUCT.
 """
 

@@ -38,9 +38,9 @@ repetition damping, opening sampling and the Stockfish fallback). In order:
 
    Why 0.9 and not the paper's 0.99: the training games stop once the best move is worth 0.9
    for six plies (``generate --decided-win``), so a trained model never learns to say more than
-   "decided" — v14 scores every queen move of K+Q against K about 0.91, and at 0.99 the
-   fallback never fired: it shuffled two such endings into fifty-move draws against skill 0.
-   At 0.9 it converts three times the won positions (README, "What the rules are worth").
+   "decided": it scores a plainly won ending, K+Q against K, just above 0.9, so at 0.99 the
+   fallback almost never fires and such endings drift into fifty-move draws. At 0.9 it
+   converts far more won positions (docs/uci.md, "What the rules are worth").
 
 4. **Opening sampling** ``SampleMoves`` (5), ``Temperature`` (0.005): while the engine has
    played fewer than ``SampleMoves`` moves in this game, the move is drawn from
@@ -63,7 +63,7 @@ milliseconds of python-chess move generation.
 MateInOne and StalemateAsDraw are on by default because they only replace the model's guess
 by the exact game value of the move (a mate is a win, a stalemate or dead position a draw):
 they cannot make a correct choice worse. What the rules are worth in play is measured by
-arena/policy_eval.py; the numbers are in the README ("The move policy").
+arena/policy_eval.py; the numbers are in docs/uci.md ("What the rules are worth").
 """
 
 from __future__ import annotations

@@ -256,7 +256,7 @@ def _games_cell(g: dict | None) -> str:
 
 
 def markdown(rows: list[dict[str, Any]]) -> str:
-    """The table as GitHub markdown (README, model card, terminal)."""
+    """The table as GitHub markdown (docs, model card, terminal)."""
     lines = [
         "| variant | what changes | params | steps x batch | train s | label s | val loss "
         "| accuracy | Kendall τ | dev puzzles | vs greedy (W/D/L) | vs sf-skill0 (W/D/L) |",

@@ -17,7 +17,7 @@ from oneply.engine.features import GROUPS, V5_GROUPS
 BASE_PRESET = "small"
 #: the rows compare against the v2/v3 architecture: the preset minus what the table adopted
 BASE_MODEL: dict[str, Any] = {"mirror": False, "features": ()}
-#: the sixteen facts of the campaign's latest since 2026-11-29b
+#: sixteen facts: every group up to `mobility` (what the `mobility` row compares against)
 _MOBILITY_GROUPS = (
     *V5_GROUPS,
     *("exchange", "threats", "checks", "forks", "replies", "mate_threats", "mobility"),

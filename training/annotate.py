@@ -15,16 +15,15 @@ soon as its positions are scored.
 
 Positions without legal moves (mate, stalemate) have nothing to learn and are skipped.
 
-Why this path keeps its own shard format (``oneply-shard-v1``, ``shard_publish.write_shard``) rather
-than the sources' compact writer (training/shard_writer.py): its output is a documented
-public format (README, "Dataset format": the FEN-file annotate shards are ``.npy`` files that
-``np.load(mmap_mode="r")`` opens), and its unit is a fixed range of input lines, not a game:
-every line is kept (a position listed twice is scored twice, nothing is excluded), a chunk's
-shard is named by its index and checked against the sha256 of its lines on resume, and the
-manifest lists every chunk with its counts and sha256. The compact writer keeps whole games'
-first occurrences, deduplicated and filtered, which would change what a run stores. A .pgn
-file is not this path: it is the PGN source (training/pgn_annotate.py).
-"""
+Why this path keeps its own shard format (``oneply-shard-v1``, ``shard_publish.write_shard``)
+rather than the sources' compact writer (training/shard_writer.py): its output is a documented
+public format (docs/training.md, "Dataset format": the FEN-file annotate shards are ``.npy``
+files that ``np.load(mmap_mode="r")`` opens), and its unit is a fixed range of input lines, not
+a game: every line is kept (a position listed twice is scored twice, nothing is excluded), a
+chunk's shard is named by its index and checked against the sha256 of its lines on resume, and
+the manifest lists every chunk with its counts and sha256. The compact writer keeps whole games'
+first occurrences, deduplicated and filtered, which would change what a run stores. A .pgn file
+is not this path: it is the PGN source (training/pgn_annotate.py)."""
 
 from __future__ import annotations
 

@@ -73,7 +73,7 @@ LEDGER = "ledger.json"
 PLOT = "campaign.png"
 BUNDLED = REPO_ROOT / "models" / "oneply-small.onnx"
 #: the listwise ranking loss beside HL-Gauss: it won every measure of the 500k-position table
-#: (docs/studies/500k-ranking-and-exchange.md), so the campaign trains with it
+#: (docs/studies/table-500k.md), so the campaign trains with it
 RANK_WEIGHT = 1.0
 #: how often a session's trainer may read its fresh positions: more passes fit them and lose on
 #: held-out ones (docs/studies/2026-11-27g.md); it waits for the labeller instead

@@ -1,8 +1,8 @@
 """What keeps the campaign's sessions apart: a saved run is not resumed, labelled data of
 another seed is not reused, and a session's ledger row is not overwritten by another's.
 
-Why: a session may find the last one's `runs/` and `data/` on the same machine (2026-11-26's
-did): `start` would have resumed a finished run and `generate` refused the directory only in
+Why: a session may find the last one's `runs/` and `data/` on the same machine: `start`
+would have resumed a finished run and `generate` refused the directory only in
 a background log, and `save` (its row named by the date) replaced that morning's row. Each
 check here says, at once, which `mv` or `--session` gets past it.
 """
@@ -43,7 +43,7 @@ def check_unfinished(run: Path, session: str | None) -> None:
 
 def row_name(args: argparse.Namespace, ledger: list[dict]) -> str:
     """The ledger row this save writes: --session, else the row this run was saved as, else
-    today's date with the first free suffix (2026-11-26, 2026-11-26b, ...).
+    today's date with the first free suffix (YYYY-MM-DD, then YYYY-MM-DDb, ...).
 
     Why: two sessions on one day must not share a row: a save replaces its session's row,
     and the first session's row (its hours on the curve) would be lost."""

@@ -1,8 +1,8 @@
 """`oneply train campaign rate --suite RUN.json ...`: a ledger row's games in the strength suite.
 
 Why: `save` records what a session's model measured when the session ended — validation
-loss and a 200-puzzle check — and neither is what a user plays. Since v7 the puzzles have
-stayed flat while the games moved (docs/STUDIES.md), so a curve of strength against CPU-hours
+loss and a 200-puzzle check — and neither is what a user plays. The puzzles can stay flat
+while the games move (docs/studies/README.md), so a curve of strength against CPU-hours
 needs the games. They are played after `save` (`oneply strength MODEL --json RUN.json`, often
 beside the bundled model, one or more runs of other seeds), so `rate` adds them to the row
 afterwards: the wins, draws and losses against each opponent of every run summed and the

@@ -228,7 +228,7 @@ class DataFeed:
 
         Why: a session's trainer is three times faster than the depth-6 labeller beside it,
         and a trainer that loops fits its few fresh positions and loses on held-out ones
-        (2026-11-27g: 3.8 passes, own validation −0.033 nats, the judge +0.017). Waiting
+        (docs/studies/2026-11-27g.md). Waiting
         leaves the core to the labeller and the other work instead. The wait ends at the
         run's deadline (`time_up`) or when no shard has appeared for STALL_SECONDS (the
         generator has stopped: the run then reads what it has, as without the limit).

@@ -3,10 +3,10 @@ its cosine schedule stretched or shrunk, as it goes, to anneal exactly then.
 
 Why: the campaign trains for as long as a session lasts, on machines whose speed differs by 2×
 and while other work shares the cores. A `--steps` guess that is too large leaves the saved
-weights at a high learning rate (2026-11-25e reached step 1,600 of 5,000 and lost to the model
-it started from); one too small leaves the core idle for the rest of the session. So the run
-measures its own pace and re-plans its last step every step: the step count the schedule
-aims at is where this pace lands at the deadline, never more than `--steps` (then a cap).
+weights at a high learning rate, which can lose to the model it started from
+(docs/studies/2026-11-25e.md); one too small leaves the core idle for the rest of the session.
+So the run measures its own pace and re-plans its last step every step: the step count the
+schedule aims at is where this pace lands at the deadline, never more than `--steps` (then a cap).
 """
 
 from __future__ import annotations

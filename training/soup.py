@@ -3,8 +3,8 @@ average of several.
 
 The campaign's rows are warm starts of one another, each a short session from the last, so
 their weights lie in one basin; averaging them (a "model soup", Wortsman et al. 2022) often
-lands lower in it than any one of them, at no training and no inference cost.
-docs/STUDIES.md, session 2026-12-03: six rows averaged, −0.004 nats held out, a tie in games.
+lands lower in it than any one of them, at no training and no inference cost. What it bought
+the campaign: docs/studies/2026-12-03.md.
 
 The first model fixes the architecture. The others must be that architecture or an older
 form of it that a warm start upgrades (fewer facts: their missing rows count as zero; without
