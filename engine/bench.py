@@ -11,9 +11,18 @@ middlegames, endgames and the 218-move position) it times one session run per po
 and reports ms per position (median, p90), positions per second, the speedup of shared int8
 over per_move fp32, and the accuracy cost of int8 (|Δ expected win| over every move).
 
-With two threads or more, a model that reads move facts runs its shared rows as two halves,
-the state half beside the move facts (engine/halves.py); the ``shared_int8_whole`` row then
-times the int8 file run as one graph, what that overlap saves.
+Every row includes the model's inputs (state tokens, legal move ids and the facts), computed
+by the compiled core when it is built (engine/native.py) — the table's header says which path
+ran. Side by side in the same run, on the same machine, the Python path of the same inputs:
+
+* the inputs alone, per position, on each path (``inputs_ms_per_position``);
+* ``shared_int8_python`` — the int8 file scored with the Python path of the facts;
+* the search row's nodes per second on each path.
+
+With two threads or more, a model that reads move facts can run as two halves, the state half
+beside the move facts (engine/halves.py): the Python path does so by default and the
+``shared_int8_whole`` row times its graph run whole; with the compiled core the one graph runs
+and the ``shared_int8_halves`` row times the halves, what the overlap would still save.
 
 The search row times the look-ahead (engine/search.py) on the int8 variant: nodes per second
 over a spread of the positions, searching `--search-nodes` nodes from each, with SEARCH_BATCH
@@ -42,18 +51,24 @@ import numpy as np
 import onnx
 from tqdm import tqdm
 
+from oneply.engine import native
+from oneply.engine.encoding import encode_batch
 from oneply.engine.errors import CommandError
 from oneply.engine.features import GROUPS, encode_facts
 from oneply.engine.graph import build_model, quantize_int8, weights_of
-from oneply.engine.inference import Scorer
+from oneply.engine.inference import MoveScore, Scorer
 from oneply.engine.model_file import ModelFileError, add_model_argument
 from oneply.engine.search import Limits, TreeSearch
 
 POSITIONS_FILE = Path(__file__).parent / "data" / "bench_positions.txt"
 VARIANTS = ("shared_fp32", "shared_int8", "per_move_fp32")
 PER_MOVE_VARIANTS = ("per_move_fp32", "per_move_int8")
-#: the int8 file with its graph run whole, beside the shared rows' two halves
+#: the int8 file with its graph run whole, beside the Python path's two halves
 WHOLE_VARIANT = "shared_int8_whole"
+#: the int8 file run as two halves beside the compiled core's one graph
+HALVES_VARIANT = "shared_int8_halves"
+#: the int8 file with the Python path of the facts
+PYTHON_VARIANT = "shared_int8_python"
 #: leaves per forward pass in the search row's batched run (TreeSearch's default)
 SEARCH_BATCH = 8
 #: positions the search row searches from, spread over the bench set
@@ -106,16 +121,28 @@ def time_variant(
     return times, wins
 
 
-def time_facts(boards: list[chess.Board], facts: Sequence[str]) -> list[float]:
-    """Milliseconds per position to compute the engine/features.py facts a model reads, alone
-    (part of every scoring call of such a model)."""
+def time_inputs(boards: list[chess.Board], facts: Sequence[str]) -> list[float]:
+    """Milliseconds per position to compute what the model reads — state tokens, legal move
+    ids and the engine/features.py facts it reads — alone (part of every scoring call), on
+    whichever path is active."""
     times = []
     for board in boards:
         start = time.perf_counter()
-        moves = list(board.legal_moves)
-        encode_facts([board], [moves], max(1, len(moves)), facts)
+        encode_batch([board], facts)
         times.append((time.perf_counter() - start) * 1000)
     return times
+
+
+def inputs_row(boards: list[chess.Board], facts: Sequence[str]) -> dict[str, float]:
+    """The inputs' median milliseconds per position on each path available, side by side."""
+    row = {}
+    if native.available():
+        row["native"] = round(statistics.median(time_inputs(boards, facts)), 4)
+    with native.python_path():
+        row["python"] = round(statistics.median(time_inputs(boards, facts)), 4)
+    if "native" in row and row["native"] > 0:
+        row["speedup"] = round(row["python"] / row["native"], 1)
+    return row
 
 
 def facts_by_group(
@@ -159,6 +186,10 @@ def search_row(scorer: Scorer, boards: list[chess.Board], nodes: int) -> dict[st
     spread = [b for b in boards[::step] if any(b.legal_moves)][:SEARCH_POSITIONS]
     batched = search_nps(scorer, spread, nodes, SEARCH_BATCH)
     single = search_nps(scorer, spread, nodes, 1)
+    python = None
+    if native.available():
+        with native.python_path():
+            python = round(search_nps(scorer, spread, nodes, SEARCH_BATCH), 1)
     return {
         "model_variant": "",  # filled in by bench
         "positions": len(spread),
@@ -167,7 +198,40 @@ def search_row(scorer: Scorer, boards: list[chess.Board], nodes: int) -> dict[st
         "nps_batched": round(batched, 1),
         "nps_one_leaf": round(single, 1),
         "speedup_batched": round(batched / single, 2) if single > 0 else None,
+        "nps_batched_python": python,
     }
+
+
+def extra_rows(base: Scorer, paths: dict[str, Path], threads: int) -> list[tuple[str, Scorer]]:
+    """The rows beside the variants: the int8 file on the Python path, and with two threads
+    the layout the default does not run (whole graph or two halves: engine/halves.py)."""
+    if "shared_int8" not in paths:
+        return []
+    int8 = paths["shared_int8"]
+    rows = []
+    if base.overlapped:
+        rows.append((WHOLE_VARIANT, Scorer(int8, threads=threads, overlap=False)))
+    elif threads >= 2 and base.reads_facts and native.available():
+        halves = Scorer(int8, threads=threads, overlap=True)
+        if halves.overlapped:
+            rows.append((HALVES_VARIANT, halves))
+    if native.available():
+        with native.python_path():
+            rows.append((PYTHON_VARIANT, _PythonPathScorer(int8, threads)))
+    return rows
+
+
+class _PythonPathScorer(Scorer):
+    """A Scorer that computes its inputs on the Python path whatever is built (its own
+    default layout for that path: two halves with two threads or more)."""
+
+    def __init__(self, model: Path, threads: int) -> None:
+        with native.python_path():
+            super().__init__(model, threads=threads)
+
+    def score_many(self, boards: Sequence[chess.Board]) -> list[list[MoveScore]]:
+        with native.python_path():
+            return super().score_many(boards)
 
 
 def summarise(times: list[float]) -> dict[str, float]:
@@ -199,11 +263,10 @@ def bench(
             results[variant] = summarise(times)
             if variant == f"{layout}_int8" and search_nodes > 0:
                 search = {**search_row(scorer, boards, search_nodes), "model_variant": variant}
-        if base.overlapped:  # the int8 file once more, its graph run whole (engine/halves.py)
-            whole = Scorer(paths["shared_int8"], threads=threads, overlap=False)
-            times, _ = time_variant(whole, boards, WHOLE_VARIANT)
-            results[WHOLE_VARIANT] = summarise(times)
-            variants = (*variants, WHOLE_VARIANT)
+        for variant, scorer in extra_rows(base, paths, threads):
+            times, _ = time_variant(scorer, boards, variant)
+            results[variant] = summarise(times)
+            variants = (*variants, variant)
     deltas = [
         abs(fp32[move] - int8[move])
         for fp32, int8 in zip(wins[f"{layout}_fp32"], wins[f"{layout}_int8"], strict=True)
@@ -231,11 +294,8 @@ def bench(
         "p90_ms_per_position": {v: round(results[v]["p90"], 3) for v in variants},
         "positions_per_s": {v: round(results[v]["positions_per_s"], 1) for v in variants},
         **speedups,
-        "facts_ms_per_position": (
-            round(statistics.median(time_facts(boards, base.info.features)), 3)
-            if base.reads_facts
-            else None
-        ),
+        "facts_path": native.path_name(),
+        "inputs_ms_per_position": inputs_row(boards, base.info.features),
         "facts_ms_by_group": (
             facts_by_group(boards, base.info.features) if by_group and base.reads_facts else None
         ),
@@ -246,6 +306,9 @@ def bench(
 
 def print_table(result: dict[str, Any]) -> None:
     print(f"model     {result['model_description']}")
+    print(
+        f"facts     {result['facts_path']}" + ("" if native.available() else f" ({native.REASON})")
+    )
     print(
         f"positions {result['positions']} (mean {result['legal_moves_mean']:.1f} legal moves), "
         f"threads {result['threads']}"
@@ -264,10 +327,10 @@ def print_table(result: dict[str, Any]) -> None:
             f"{variant:<18} {median:>10.2f} {result['p90_ms_per_position'][variant]:>9.2f} "
             f"{result['positions_per_s'][variant]:>8.1f} {per_move / median:>11.1f}x"
         )
-    if result["facts_ms_per_position"] is not None:
-        print(
-            f"\nof which the input facts (python-chess): {result['facts_ms_per_position']:.2f} ms"
-        )
+    inputs = result["inputs_ms_per_position"]
+    print(f"\ninputs (tokens, move ids, facts) ms per position: python {inputs['python']:.3f}")
+    if "native" in inputs:
+        print(f"  native {inputs['native']:.3f}, {inputs['speedup']:.1f}x faster")
     if result.get("facts_ms_by_group"):
         print(f"\n{'fact group':<15} {'ms added':>9}")
         for group, ms in result["facts_ms_by_group"].items():
@@ -284,6 +347,11 @@ def print_table(result: dict[str, Any]) -> None:
         )
         print(f"  {search['batch']} leaves per call {search['nps_batched']:>8.1f} nps")
         print(f"  1 leaf per call  {search['nps_one_leaf']:>8.1f} nps")
+        if search.get("nps_batched_python"):
+            print(
+                f"  python facts     {search['nps_batched_python']:>8.1f} nps "
+                f"({SEARCH_BATCH} leaves per call)"
+            )
         if search["speedup_batched"]:
             print(f"  batched speedup  {search['speedup_batched']:>8.2f}x")
 

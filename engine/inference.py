@@ -36,14 +36,18 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 
-from oneply.engine.features import Wanted, encode_facts, encode_move_facts, encode_squares
+from oneply.engine import native
+from oneply.engine.encoding import (
+    EncodedBatch,
+    encode_batch,
+    encode_states,
+    python_batch,
+    python_move_facts,
+)
+from oneply.engine.features import Wanted
 from oneply.engine.halves import SplitSession
 from oneply.engine.model_file import ModelFileError, ModelInfo, parse_metadata, resolve_model_path
-from oneply.engine.moves import MOVE_INDEX
-from oneply.engine.tokenizer import tokenize
 from oneply.engine.values import expected_win
-
-PAD_MOVE = -1
 
 
 @dataclass(frozen=True)
@@ -94,59 +98,6 @@ def open_session(
         raise ModelFileError(f"{path}: cannot load as an ONNX model ({error}).") from None
     info = parse_metadata(path, session.get_modelmeta().custom_metadata_map)
     return session, info
-
-
-@dataclass(frozen=True)
-class EncodedBatch:
-    """What the model reads for a batch of positions, and each position's legal moves."""
-
-    states: np.ndarray  # int64 [B, 77] state tokens
-    ids: np.ndarray  # int64 [B, N] legal move ids, PAD_MOVE-padded
-    moves: list[list[chess.Move]]  # each position's legal moves, in the order of `ids`
-    #: engine/features.py facts, for models that read them: int64 [B, 64, S] and [B, N, M]
-    square_facts: np.ndarray | None = None
-    move_facts: np.ndarray | None = None
-
-    def arrays(self) -> list[np.ndarray]:
-        """The model inputs in the order of the torch model's forward (facts when present)."""
-        facts = [a for a in (self.square_facts, self.move_facts) if a is not None]
-        return [self.states, self.ids, *facts]
-
-
-def legal_move_ids(boards: Sequence[chess.Board]) -> tuple[list[list[chess.Move]], np.ndarray]:
-    """Each board's legal moves, and their ids as int64 [B, N] (PAD_MOVE-padded, N ≥ 1)."""
-    moves = [list(board.legal_moves) for board in boards]
-    width = max(1, max(len(m) for m in moves))
-    ids = np.full((len(boards), width), PAD_MOVE, dtype=np.int64)
-    for row, legal in enumerate(moves):
-        ids[row, : len(legal)] = [MOVE_INDEX[m.uci()] for m in legal]
-    return moves, ids
-
-
-def encode_batch(
-    boards: Sequence[chess.Board], facts: Wanted = False, move_facts: bool = True
-) -> EncodedBatch:
-    """State tokens [B, 77], padded move ids [B, N], each board's legal moves, and with
-    `facts` the engine/features.py facts (computed once per position, here: True all, or the
-    names the model reads; without `move_facts` only the square facts, all a state-only sv or
-    bc model reads)."""
-    moves, ids = legal_move_ids(boards)
-    width = ids.shape[1]
-    states = np.stack([tokenize(board) for board in boards])
-    if not facts:
-        return EncodedBatch(states, ids, moves)
-    if not move_facts:
-        return EncodedBatch(states, ids, moves, encode_squares(boards, facts))
-    return EncodedBatch(states, ids, moves, *encode_facts(boards, moves, width, facts))
-
-
-def encode_states(boards: Sequence[chess.Board], facts: Wanted = False) -> EncodedBatch:
-    """What an sv model reads: state tokens [B, 77] and with `facts` the square facts; no moves
-    (ids is [B, 0])."""
-    states = np.stack([tokenize(board) for board in boards])
-    ids = np.zeros((len(boards), 0), dtype=np.int64)
-    squares = encode_squares(boards, facts) if facts else None
-    return EncodedBatch(states, ids, [[] for _ in boards], squares)
 
 
 #: runs a model on an encoded batch: log-probs [B, N, K] (av), [B, K] (sv) or [B, N] (bc)
@@ -213,10 +164,12 @@ class Scorer:
     >>> scorer = Scorer()                           # bundled model, all cores
     >>> best = scorer.score(chess.Board())[0]       # moves come sorted, best first
 
-    With two cores or more (`threads`, default all), a model that reads move facts runs as
-    two halves (engine/halves.py): the network's state half on one core while the move facts
-    are computed on the other. `overlap=False` runs the one graph (``oneply bench`` compares
-    them); both give the same scores.
+    On the Python path of the facts (no compiled core, engine/native.py) and with two cores or
+    more (`threads`, default all), a model that reads move facts runs as two halves
+    (engine/halves.py): the network's state half on one core while the move facts are computed
+    on the other. `overlap` forces it on or off (``oneply bench`` compares them); both give the
+    same scores. With the compiled core the facts take a few hundredths of a millisecond and
+    there is nothing to hide behind the state half: the one graph runs.
     """
 
     def __init__(
@@ -224,13 +177,15 @@ class Scorer:
         model: str | os.PathLike[str] | None = None,
         threads: int | None = None,
         providers: Sequence[str] | None = None,
-        overlap: bool = True,
+        overlap: bool | None = None,
     ):
         self.path = resolve_model_path(model)
         self.session, self.info = open_session(self.path, threads, providers)
         self._input_names = {i.name for i in self.session.get_inputs()}
         cores = threads or os.cpu_count() or 1
         self._halves: SplitSession | None = None
+        if overlap is None:
+            overlap = not native.available()
         if overlap and cores >= 2 and self.predictor == "av" and "move_facts" in self._input_names:
             self._halves = self._split(cores, self.session.get_providers())
         self.score(chess.Board())  # warm-up: the first run allocates; keep it off the clock
@@ -304,18 +259,26 @@ class Scorer:
     ) -> list[list[MoveScore]]:
         """score_many for a model run as two halves: what `encode_batch` gives, in the order
         the halves need it (the state inputs first)."""
-        moves, ids = legal_move_ids(boards)
+        facts = self.info.features
+        if native.available():  # nothing slow to overlap: the halves read what the core gives
+            encoded = encode_batch(boards, facts)
+            moves, ids = encoded.moves, encoded.ids
+            assert encoded.square_facts is not None and encoded.move_facts is not None
+            state_feeds = {"state": encoded.states, "square_facts": encoded.square_facts}
+            computed = {"moves": ids, "move_facts": encoded.move_facts}
+            if not any(moves):
+                return [[] for _ in boards]
+            return ranked_moves(moves, expected_win(halves.run(state_feeds, lambda: computed)))
+        states_only = python_batch(boards, facts, move_facts=False)
+        moves, ids = states_only.moves, states_only.ids
+        assert states_only.square_facts is not None
         if not any(moves):
             return [[] for _ in boards]
-        facts = self.info.features
-        state = np.stack([tokenize(board) for board in boards])
-        state_feeds = {"state": state, "square_facts": encode_squares(boards, facts)}
+        state_feeds = {"state": states_only.states, "square_facts": states_only.square_facts}
 
         def move_feeds() -> dict[str, np.ndarray]:
-            return {
-                "moves": ids,
-                "move_facts": encode_move_facts(boards, moves, ids.shape[1], facts),
-            }
+            per_move = python_move_facts(boards, moves, ids.shape[1], facts)
+            return {"moves": ids, "move_facts": per_move}
 
         return ranked_moves(moves, expected_win(halves.run(state_feeds, move_feeds)))
 

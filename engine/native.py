@@ -16,8 +16,10 @@ Python.
 
 from __future__ import annotations
 
+import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from types import ModuleType
 
@@ -33,7 +35,7 @@ from oneply.engine.features import (
     Wanted,
     reads,
 )
-from oneply.engine.moves import MOVES, MOVE_FROM, MOVE_PROMOTION, MOVE_TO
+from oneply.engine.moves import MOVE_FROM, MOVE_PROMOTION, MOVE_TO, MOVES
 from oneply.engine.tokenizer import CHARACTERS, STATE_LENGTH
 
 #: a position row: python-chess's piece bitboards, colours, castling rights, en-passant square
@@ -50,6 +52,8 @@ PYTHON_SLOWDOWN = 40
 
 def _load() -> tuple[ModuleType | None, str]:
     """The extension, configured with the vocabulary and the alphabet; or None and why not."""
+    if os.environ.get("ONEPLY_NATIVE", "1") == "0":
+        return None, "ONEPLY_NATIVE=0"
     try:
         from oneply.engine import _core  # type: ignore[attr-defined]
     except ImportError as error:
@@ -68,23 +72,35 @@ def _load() -> tuple[ModuleType | None, str]:
 _ALWAYS = ("attacks", "pins", "move_facts")
 _core, REASON = _load()
 _warned = False
+_enabled = True
 
 
 def available() -> bool:
     """Whether the compiled core is in use."""
-    return _core is not None
+    return _core is not None and _enabled
 
 
 def path_name() -> str:
     """Which path computes the facts: ``native`` or ``python`` (``oneply bench`` shows it)."""
-    return "native" if _core is not None else "python"
+    return "native" if available() else "python"
+
+
+@contextmanager
+def python_path() -> Iterator[None]:
+    """Within: every caller takes the Python path (``oneply bench`` times both in one run)."""
+    global _enabled
+    before, _enabled = _enabled, False
+    try:
+        yield
+    finally:
+        _enabled = before
 
 
 def warn_once() -> None:
     """Say once on stderr that the Python path runs, and why (a user of a slow engine should
     know it is slow for a reason they can fix)."""
     global _warned
-    if _core is None and not _warned:
+    if _core is None and not _warned:  # not when python_path() asked for it
         _warned = True
         print(
             f"oneply: native facts unavailable ({REASON}); using the Python path, "
@@ -116,10 +132,19 @@ def rows_of_boards(boards: Sequence[chess.Board]) -> np.ndarray:
     return np.array(
         [
             (
-                b.pawns, b.knights, b.bishops, b.rooks, b.queens, b.kings,
-                b.occupied_co[chess.WHITE], b.occupied_co[chess.BLACK], b.castling_rights,
-                64 if b.ep_square is None else b.ep_square, int(b.turn),
-                min(b.halfmove_clock, 10**6), min(b.fullmove_number, 10**6),
+                b.pawns,
+                b.knights,
+                b.bishops,
+                b.rooks,
+                b.queens,
+                b.kings,
+                b.occupied_co[chess.WHITE],
+                b.occupied_co[chess.BLACK],
+                b.castling_rights,
+                64 if b.ep_square is None else b.ep_square,
+                int(b.turn),
+                min(b.halfmove_clock, 10**6),
+                min(b.fullmove_number, 10**6),
             )  # fmt: skip
             for b in boards
         ],

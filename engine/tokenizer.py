@@ -13,6 +13,8 @@ behaviour: the halfmove clock only matters up to 100 and the fullmove number bar
 
 from __future__ import annotations
 
+import re
+
 import chess
 import numpy as np
 
@@ -97,6 +99,21 @@ def board_from(position: chess.Board | str) -> chess.Board:
 def tokenize(position: chess.Board | str) -> np.ndarray:
     """77 int64 token ids for a board or FEN string."""
     return np.fromiter((CHAR_INDEX[c] for c in state_string(position)), np.int64, STATE_LENGTH)
+
+
+_CHARACTER_BYTES = np.frombuffer(CHARACTERS.encode(), dtype=np.uint8)
+_EMPTY_RUN = re.compile(r"\.+")
+
+
+def fen_of_tokens(state: np.ndarray) -> str:
+    """The FEN a row of 77 state tokens was made from (the inverse of tokenizer.state_string)."""
+    text = _CHARACTER_BYTES[np.asarray(state, dtype=np.int64)].tobytes().decode()
+    board = "/".join(text[1 + rank * 8 : 9 + rank * 8] for rank in range(8))
+    board = _EMPTY_RUN.sub(lambda run: str(len(run.group())), board)
+    castling = text[65:69].rstrip(".") or "-"
+    ep = text[69:71].rstrip(".") or "-"
+    halfmove, fullmove = text[71:74].rstrip("."), text[74:77].rstrip(".")
+    return f"{board} {text[0]} {castling} {ep} {halfmove} {fullmove}"
 
 
 # --------------------------------------------------------------------------- identity

@@ -9,10 +9,10 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from oneply.engine.encoding import token_facts
 from oneply.engine.errors import CommandError
-from oneply.engine.features import Wanted, encode_facts
+from oneply.engine.features import Wanted
 from oneply.engine.tokenizer import position_key
-from oneply.training.compact import board_of_tokens
 from oneply.training.dataset import AnnotatedDataset
 
 
@@ -71,11 +71,8 @@ def collate(
     states = np.stack([state for state, _, _ in examples]).astype(np.int64)
     moves_t = torch.from_numpy(moves)
     batch = Batch(torch.from_numpy(states), moves_t, torch.from_numpy(wins), moves_t >= 0)
-    if facts:
-        boards = [board_of_tokens(state) for state in states]
-        squares, per_move = encode_facts(
-            boards, [list(b.legal_moves) for b in boards], width, facts
-        )
+    if facts:  # straight from the stored tokens (engine/encoding.py)
+        squares, per_move = token_facts(states, width, facts)
         batch.square_facts, batch.move_facts = torch.from_numpy(squares), torch.from_numpy(per_move)
     return batch
 

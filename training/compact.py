@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import io
 import os
-import re
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -40,28 +39,15 @@ import chess
 import numpy as np
 
 from oneply.engine.moves import MOVE_INDEX
-from oneply.engine.tokenizer import CHARACTERS, STATE_LENGTH, VOCAB_SIZE
+from oneply.engine.tokenizer import STATE_LENGTH, VOCAB_SIZE, fen_of_tokens
 
 FORMAT = "oneply-shard-v2"
 DATA = "data.npz"
 SCALE = 65535
-_CHARACTER_BYTES = np.frombuffer(CHARACTERS.encode(), dtype=np.uint8)
-_EMPTY_RUN = re.compile(r"\.+")
 #: a move whose value a best-only shard does not hold (see the module docstring)
 UNSCORED = -1.0
 #: meta.json ``labels`` of a best-only shard; absent means every move is scored
 BEST_ONLY = "best"
-
-
-def fen_of_tokens(state: np.ndarray) -> str:
-    """The FEN a row of 77 state tokens was made from (the inverse of tokenizer.state_string)."""
-    text = _CHARACTER_BYTES[np.asarray(state, dtype=np.int64)].tobytes().decode()
-    board = "/".join(text[1 + rank * 8 : 9 + rank * 8] for rank in range(8))
-    board = _EMPTY_RUN.sub(lambda run: str(len(run.group())), board)
-    castling = text[65:69].rstrip(".") or "-"
-    ep = text[69:71].rstrip(".") or "-"
-    halfmove, fullmove = text[71:74].rstrip("."), text[74:77].rstrip(".")
-    return f"{board} {text[0]} {castling} {ep} {halfmove} {fullmove}"
 
 
 def board_of_tokens(state: np.ndarray) -> chess.Board:

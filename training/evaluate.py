@@ -35,9 +35,9 @@ import numpy as np
 from tqdm import tqdm
 
 from oneply.arena.puzzles import DEV_PUZZLES, evaluate_puzzles
+from oneply.engine.encoding import PAD_MOVE, token_facts
 from oneply.engine.errors import CommandError
-from oneply.engine.features import encode_facts
-from oneply.engine.inference import PAD_MOVE, Scorer
+from oneply.engine.inference import Scorer
 from oneply.engine.values import BEST_TOLERANCE, expected_win, hl_gauss, value_to_bin
 from oneply.training.compact import board_of_tokens
 
@@ -128,8 +128,7 @@ def row_facts(
 ) -> tuple[np.ndarray, np.ndarray]:
     """The engine/features.py facts of stored rows (their moves in python-chess order, the
     order the values are stored in), those a model of these `facts` reads."""
-    boards = [board_of_tokens(state) for state in states]
-    return encode_facts(boards, [list(board.legal_moves) for board in boards], width, facts)
+    return token_facts(states, width, facts)
 
 
 def evaluate_dataset(scorer: Scorer, dataset, limit: int | None = None, batch: int = 64) -> dict:

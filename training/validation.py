@@ -13,8 +13,9 @@ import numpy as np
 import torch
 
 from oneply.arena.puzzles import solve_puzzles
+from oneply.engine.encoding import EncodedBatch
 from oneply.engine.files import atomic_path
-from oneply.engine.inference import EncodedBatch, MoveScore, score_positions
+from oneply.engine.inference import MoveScore, score_positions
 from oneply.training.batches import collate
 from oneply.training.config import TrainConfig
 from oneply.training.device import autocast

@@ -256,11 +256,6 @@ void push_null(const Board *b, Board *out) {
 
 /* ---------------------------------------------------------------- move generation */
 
-typedef struct {
-    Move *moves;
-    int count;
-} MoveList;
-
 static inline void add(MoveList *list, int from, int to, int promotion) {
     Move m = {(uint8_t)from, (uint8_t)to, (uint8_t)promotion};
     list->moves[list->count++] = m;
@@ -283,7 +278,7 @@ static int attacked_for_king(const Board *b, bb_t path, bb_t occupied) {
     return 0;
 }
 
-static void castling_moves(const Board *b, bb_t from_mask, bb_t to_mask, MoveList *list) {
+void castling_moves(const Board *b, bb_t from_mask, bb_t to_mask, MoveList *list) {
     bb_t backrank = b->turn == WHITE ? BB_RANK(0) : BB_RANK(7);
     bb_t king = b->color[b->turn] & b->pieces[KING] & backrank & from_mask;
     king &= -king;
@@ -310,7 +305,7 @@ static void castling_moves(const Board *b, bb_t from_mask, bb_t to_mask, MoveLis
     }
 }
 
-static void pseudo_legal_ep(const Board *b, bb_t from_mask, bb_t to_mask, MoveList *list) {
+void pseudo_legal_ep(const Board *b, bb_t from_mask, bb_t to_mask, MoveList *list) {
     if (b->ep == NO_SQUARE || b->ep == 0 || !(BB(b->ep) & to_mask)) return;
     if (BB(b->ep) & b->occupied) return;
     bb_t capturers = b->pieces[PAWN] & b->color[b->turn] & from_mask &
@@ -318,7 +313,7 @@ static void pseudo_legal_ep(const Board *b, bb_t from_mask, bb_t to_mask, MoveLi
     for (; capturers; capturers &= ~BB(msb(capturers))) add(list, msb(capturers), b->ep, NONE);
 }
 
-static void pseudo_legal_moves(const Board *b, bb_t from_mask, bb_t to_mask, MoveList *list) {
+void pseudo_legal_moves(const Board *b, bb_t from_mask, bb_t to_mask, MoveList *list) {
     int turn = b->turn;
     bb_t own = b->color[turn];
     bb_t non_pawns = own & ~b->pieces[PAWN] & from_mask;
@@ -427,8 +422,21 @@ int legal_moves(const Board *b, Move *out) {
 }
 
 int has_legal_move(const Board *b) {
+    int king = king_square(b, b->turn);
+    if (king != NO_SQUARE) { /* a safe king step is the usual answer, and the cheapest */
+        bb_t occupied = b->occupied & ~BB(king);
+        for (bb_t steps = KING_TABLE[king] & ~b->color[b->turn]; steps; steps &= steps - 1)
+            if (!attackers_mask(b, !b->turn, lsb(steps), occupied)) return 1;
+    }
     Move moves[MAX_MOVES];
     return legal_moves(b, moves) > 0;
+}
+
+int is_legal_pseudo(const Board *b, Move m) {
+    Board after;
+    push(b, m, &after);
+    int king = king_square(&after, b->turn);
+    return king == NO_SQUARE || !attackers_mask(&after, !b->turn, king, after.occupied);
 }
 
 static bb_t piece_attacks(int type, int color, int sq, bb_t occupied) {

@@ -71,6 +71,18 @@ bb_t clean_castling_rights(const Board *b);
 void push(const Board *b, Move m, Board *out);
 void push_null(const Board *b, Board *out);
 
+typedef struct {
+    Move *moves;
+    int count;
+} MoveList;
+
+/* pseudo-legal moves as python-chess generates them, from and to the masks' squares */
+void pseudo_legal_moves(const Board *b, bb_t from_mask, bb_t to_mask, MoveList *list);
+void pseudo_legal_ep(const Board *b, bb_t from_mask, bb_t to_mask, MoveList *list);
+void castling_moves(const Board *b, bb_t from_mask, bb_t to_mask, MoveList *list);
+/* whether a pseudo-legal move leaves its own king unattacked (python-chess's legality) */
+int is_legal_pseudo(const Board *b, Move m);
+
 /* legal moves in python-chess generation order; returns the count */
 int legal_moves(const Board *b, Move *out);
 int has_legal_move(const Board *b);

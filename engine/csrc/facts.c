@@ -187,12 +187,52 @@ static bb_t opened_by(const Board *b, Move m, int color) {
 
 /* ------------------------------------------------------------------------ checks (checks.py) */
 
+/* The side to move's pseudo-legal moves that may give check (checks.checking_moves): a piece
+ * that blocks one of its own sliders from the enemy king, a pawn about to promote, castling
+ * and en passant may check in ways its destination does not show, so all their moves are
+ * candidates; any other piece checks only from a square its type attacks the king from along
+ * today's lines (the king is not in check before the move, so no line through the origin can
+ * open onto it). */
+static int check_candidates(const Board *b, int king, Move *out) {
+    MoveList list = {out, 0};
+    int turn = b->turn;
+    bb_t own = b->color[turn], occupied = b->occupied, free = ~own;
+    bb_t straight = (b->pieces[ROOK] | b->pieces[QUEEN]) & own;
+    bb_t diagonal = (b->pieces[BISHOP] | b->pieces[QUEEN]) & own;
+    bb_t snipers = (straight_attacks(king, 0) & straight) | (diagonal_attacks(king, 0) & diagonal);
+    bb_t movers = b->pieces[PAWN] & own & BB_RANK(turn == WHITE ? 6 : 1);
+    for (; snipers; snipers &= snipers - 1) {
+        bb_t inside = between(king, lsb(snipers)) & occupied;
+        if (popcount(inside) == 1 && (inside & own)) movers |= inside;
+    }
+    if (movers) pseudo_legal_moves(b, movers, BB_ALL, &list);
+    bb_t diagonal_checks = diagonal_attacks(king, occupied) & free;
+    bb_t straight_checks = straight_attacks(king, occupied) & free;
+    bb_t rest = own & ~movers;
+    bb_t knights = b->pieces[KNIGHT] & rest, bishops = b->pieces[BISHOP] & rest;
+    bb_t rooks = b->pieces[ROOK] & rest, queens = b->pieces[QUEEN] & rest;
+    if (knights) pseudo_legal_moves(b, knights, knight_attacks(king) & free, &list);
+    if (bishops && diagonal_checks) pseudo_legal_moves(b, bishops, diagonal_checks, &list);
+    if (rooks && straight_checks) pseudo_legal_moves(b, rooks, straight_checks, &list);
+    if (queens && (diagonal_checks | straight_checks))
+        pseudo_legal_moves(b, queens, diagonal_checks | straight_checks, &list);
+    bb_t pawns = b->pieces[PAWN] & rest;
+    if (pawns) {
+        pseudo_legal_moves(b, pawns, pawn_attacks(!turn, king), &list);
+        pseudo_legal_ep(b, pawns, BB_ALL, &list);
+    }
+    if (b->pieces[KING] & rest) castling_moves(b, rest, BB_ALL, &list);
+    return list.count;
+}
+
 /* reply_check: MATE if the side to move can mate at once, CHECK if it can give check */
 static int reply_check(const Board *b) {
+    int king = king_square(b, !b->turn);
+    if (king == NO_SQUARE) return NO_CHECK;
     Move moves[MAX_MOVES];
-    int count = legal_moves(b, moves), found = NO_CHECK;
+    int count = check_candidates(b, king, moves), found = NO_CHECK;
     for (int i = 0; i < count; i++) {
-        if (!gives_check(b, moves[i])) continue;
+        if (!gives_check(b, moves[i]) || !is_legal_pseudo(b, moves[i])) continue;
         Board after;
         push(b, moves[i], &after);
         if (!has_legal_move(&after)) return MATE;
@@ -214,10 +254,11 @@ static void enemy_checks(const Board *b, int64_t *out) {
     Board passed;
     push_null(b, &passed);
     Move moves[MAX_MOVES];
-    int count = legal_moves(&passed, moves);
+    int count = check_candidates(&passed, king_square(b, b->turn), moves);
     for (int i = 0; i < count; i++) {
         int64_t *cell = &out[moves[i].to * SQUARE_FACT_COUNT + SF_ENEMY_CHECK];
         if (*cell == MATE || !gives_check(&passed, moves[i])) continue;
+        if (!is_legal_pseudo(&passed, moves[i])) continue;
         Board after;
         push(&passed, moves[i], &after);
         *cell = has_legal_move(&after) ? CHECK : MATE;

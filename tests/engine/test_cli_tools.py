@@ -3,18 +3,23 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 
 import chess
 import pytest
 
+from oneply.engine import native
 from tests.conftest import ENGINE_CMD, REPO
 
 
-def oneply(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
+def oneply(
+    *args: str, timeout: float = 300, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [*ENGINE_CMD, *args], capture_output=True, text=True, cwd=REPO, timeout=timeout
-    )
+        [*ENGINE_CMD, *args], capture_output=True, text=True, cwd=REPO, timeout=timeout,
+        env={**os.environ, **(env or {})},
+    )  # fmt: skip
 
 
 def test_help_lists_every_subcommand():
@@ -93,7 +98,10 @@ def test_bench_json_reports_all_variants(tiny_onnx):
     )
     assert result.returncode == 0, result.stderr
     data = json.loads(result.stdout)
-    assert set(data["ms_per_position"]) == {"shared_fp32", "shared_int8", "per_move_fp32"}
+    python_row = {"shared_int8_python"} if native.available() else set()
+    assert set(data["ms_per_position"]) == {"shared_fp32", "shared_int8", "per_move_fp32"} | (
+        python_row
+    )
     assert data["threads"] == 1 and data["positions"] == 4 and data["overlapped"] is False
     assert data["speedup_shared_int8_vs_per_move"] > 0
     assert 0 <= data["int8_abs_win_delta"]["mean"] <= data["int8_abs_win_delta"]["max"] < 0.05
@@ -101,26 +109,37 @@ def test_bench_json_reports_all_variants(tiny_onnx):
     assert search["model_variant"] == "shared_int8" and search["positions"] == 4
     assert search["nodes_per_position"] == 24 and search["batch"] == 8
     assert search["nps_batched"] > 0 and search["nps_one_leaf"] > 0
+    assert (search["nps_batched_python"] is not None) == native.available()
     assert search["speedup_batched"] > 0
 
 
-def test_bench_on_two_threads_times_the_halves_beside_the_whole_graph(tiny_onnx):
-    """engine/halves.py: the shared rows run as two halves, and one more row times the int8
-    file run whole, so the table shows what the overlap saves."""
+def test_bench_on_two_threads_times_the_layout_and_the_path_the_default_does_not_run(tiny_onnx):
+    """engine/halves.py and engine/native.py: beside the default (the compiled core's one
+    graph), the int8 file as two halves and on the Python path of the facts; without the core,
+    the Python path's two halves beside the whole graph."""
     args = ["bench", "--model", str(tiny_onnx), "--positions", "3", "--threads", "2"]
     result = oneply(*args, "--search-nodes", "0", "--json")
     assert result.returncode == 0, result.stderr
     data = json.loads(result.stdout)
-    assert data["overlapped"] is True
-    assert list(data["ms_per_position"]) == [
-        "shared_fp32",
-        "shared_int8",
-        "per_move_fp32",
-        "shared_int8_whole",
-    ]
+    variants = ["shared_fp32", "shared_int8", "per_move_fp32"]
+    if native.available():
+        assert data["overlapped"] is False and data["facts_path"] == "native"
+        assert list(data["ms_per_position"]) == [
+            *variants,
+            "shared_int8_halves",
+            "shared_int8_python",
+        ]
+        inputs = data["inputs_ms_per_position"]
+        assert inputs["native"] > 0 and inputs["python"] > 0 and inputs["speedup"] > 0
+    python = oneply(*args, "--search-nodes", "0", "--json", env={"ONEPLY_NATIVE": "0"})
+    assert python.returncode == 0, python.stderr
+    data = json.loads(python.stdout)
+    assert data["overlapped"] is True and data["facts_path"] == "python"
+    assert list(data["ms_per_position"]) == [*variants, "shared_int8_whole"]
     assert all(ms > 0 for ms in data["ms_per_position"].values())
-    table = oneply(*args, "--search-nodes", "0")
+    table = oneply(*args, "--search-nodes", "0", env={"ONEPLY_NATIVE": "0"})
     assert "shared rows in two halves" in table.stdout and "shared_int8_whole" in table.stdout
+    assert "facts     python (ONEPLY_NATIVE=0)" in table.stdout
 
 
 def test_bench_table_shows_the_search_row_unless_turned_off(tiny_onnx):

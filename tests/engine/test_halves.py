@@ -11,6 +11,7 @@ import numpy as np
 import onnx
 import pytest
 
+from oneply.engine import native
 from oneply.engine.graph import quantize_int8
 from oneply.engine.halves import MOVE_INPUTS, SplitError, split
 from oneply.engine.inference import Scorer
@@ -42,7 +43,9 @@ def _assert_same(a: list[dict], b: list[dict], tolerance: float) -> None:
 @pytest.fixture(scope="module")
 def bundled() -> tuple[Scorer, Scorer]:
     """The bundled model (18 facts, mirror) overlapped on two threads, and run whole."""
-    return Scorer(BUNDLED_MODEL, threads=2), Scorer(BUNDLED_MODEL, threads=2, overlap=False)
+    return Scorer(BUNDLED_MODEL, threads=2, overlap=True), Scorer(
+        BUNDLED_MODEL, threads=2, overlap=False
+    )
 
 
 def test_the_bundled_model_runs_overlapped_and_scores_as_its_one_graph(bundled):
@@ -94,7 +97,7 @@ def test_an_int8_file_splits_too(tmp_path, bundled):
     """The cut is read off the graph, so a quantized file (DynamicQuantizeMatMul nodes) splits
     as well; onnxruntime may fuse its ops a little differently on either side of the cut."""
     quantize_int8(BUNDLED_MODEL, tmp_path / "int8.onnx")
-    overlapped = Scorer(tmp_path / "int8.onnx", threads=2)
+    overlapped = Scorer(tmp_path / "int8.onnx", threads=2, overlap=True)
     whole = Scorer(tmp_path / "int8.onnx", threads=2, overlap=False)
     assert overlapped.overlapped
     boards = [chess.Board(fen) for fen in POSITIONS]
@@ -129,8 +132,8 @@ def json_config(model: onnx.ModelProto) -> dict:
 
 
 def test_one_thread_or_no_move_facts_runs_the_one_graph(tmp_path, tiny_onnx):
-    assert not Scorer(BUNDLED_MODEL, threads=1).overlapped  # one core: nothing beside it
-    assert Scorer(tiny_onnx, threads=2).overlapped  # every preset reads the facts
+    assert not Scorer(BUNDLED_MODEL, threads=1, overlap=True).overlapped  # nothing beside it
+    assert Scorer(tiny_onnx, threads=2, overlap=True).overlapped  # every preset reads the facts
     torch = pytest.importorskip("torch")
     from oneply.training.export import export_model
     from oneply.training.model import PRESETS, ActionValueModel
@@ -139,7 +142,14 @@ def test_one_thread_or_no_move_facts_runs_the_one_graph(tmp_path, tiny_onnx):
     plain = ActionValueModel(dataclasses.replace(PRESETS["tiny"], features=())).eval()
     path = tmp_path / "plain.onnx"
     export_model(plain, path, preset="tiny", trained=False)
-    assert not Scorer(path, threads=2).overlapped
+    assert not Scorer(path, threads=2, overlap=True).overlapped
     with pytest.raises(SplitError, match="move facts"):
         split(onnx.load(str(path)))
     assert np.isfinite([s.win for s in Scorer(path, threads=2).score(chess.Board())]).all()
+
+
+def test_the_halves_run_by_default_only_on_the_python_path(tiny_onnx):
+    """With the compiled core the facts are too quick to hide anything behind: one graph."""
+    assert Scorer(tiny_onnx, threads=2).overlapped == (not native.available())
+    with native.python_path():
+        assert Scorer(tiny_onnx, threads=2).overlapped
