@@ -21,6 +21,9 @@ ENV PYTHONUNBUFFERED=1 \
     PATH=/opt/oneply/bin:/usr/games:$PATH \
     ONEPLY_MODEL=/app/models/oneply-small.onnx \
     ONEPLY_HEARTBEAT=/tmp/oneply-bot.heartbeat
+# build-time checks of the compiled core's install: Python's headers present; the core built
+ARG HEADERS_PRESENT="import os, sys, sysconfig; sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()['include'], 'Python.h')))"
+ARG NATIVE_BUILT="from oneply.engine import native; assert native.available(), native.REASON"
 # hadolint ignore=DL3008
 RUN apt-get update \
     && apt-get install -y --no-install-recommends stockfish \
@@ -29,8 +32,17 @@ WORKDIR /app
 COPY . .
 # install: inference only; pip builds in the source tree, so drop what it leaves there
 # (--upgrade-deps: a current pip, whatever the base image bundles, so every package installs
-# from a wheel with .dist-info metadata)
-RUN python3 -m venv --upgrade-deps /opt/oneply && /opt/oneply/bin/pip install --no-cache-dir /app \
+# from a wheel with .dist-info metadata). The compiled core (engine/csrc) is built by a C
+# compiler that leaves in the same layer (and Python's headers where the base lacks them); the
+# build stops if the core did not build.
+# hadolint ignore=DL3008,SC2086
+RUN apt-get update \
+    && dev="gcc libc6-dev" \
+    && { python3 -c "$HEADERS_PRESENT" || dev="$dev python3-dev"; } \
+    && apt-get install -y --no-install-recommends $dev \
+    && python3 -m venv --upgrade-deps /opt/oneply && /opt/oneply/bin/pip install --no-cache-dir /app \
+    && /opt/oneply/bin/python -c "$NATIVE_BUILT" \
+    && apt-get purge -y --auto-remove $dev && rm -rf /var/lib/apt/lists/* \
     && rm -rf /app/build /app/*.egg-info
 RUN useradd --create-home --uid 10001 oneply && mkdir -p /app/games && chown oneply /app/games
 USER 10001
@@ -48,14 +60,25 @@ ENV PYTHONUNBUFFERED=1 \
     PATH=/opt/oneply/bin:/usr/games:$PATH \
     ONEPLY_MODEL=/app/models/oneply-small.onnx \
     ONEPLY_HEARTBEAT=/tmp/oneply-bot.heartbeat
+# build-time checks of the compiled core's install: Python's headers present; the core built
+ARG HEADERS_PRESENT="import os, sys, sysconfig; sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()['include'], 'Python.h')))"
+ARG NATIVE_BUILT="from oneply.engine import native; assert native.available(), native.REASON"
 # hadolint ignore=DL3008
 RUN apt-get update \
     && apt-get install -y --no-install-recommends python3 python3-venv stockfish \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
 COPY . .
-# install: inference only, with the CUDA build of onnxruntime in place of the CPU one
-RUN python3 -m venv --upgrade-deps /opt/oneply && /opt/oneply/bin/pip install --no-cache-dir /app \
+# install: inference only (the compiled core as in the CPU stage), with the CUDA build of
+# onnxruntime in place of the CPU one
+# hadolint ignore=DL3008,SC2086
+RUN apt-get update \
+    && dev="gcc libc6-dev" \
+    && { python3 -c "$HEADERS_PRESENT" || dev="$dev python3-dev"; } \
+    && apt-get install -y --no-install-recommends $dev \
+    && python3 -m venv --upgrade-deps /opt/oneply && /opt/oneply/bin/pip install --no-cache-dir /app \
+    && /opt/oneply/bin/python -c "$NATIVE_BUILT" \
+    && apt-get purge -y --auto-remove $dev && rm -rf /var/lib/apt/lists/* \
     && rm -rf /app/build /app/*.egg-info \
     && /opt/oneply/bin/pip uninstall -y onnxruntime \
     && /opt/oneply/bin/pip install --no-cache-dir "onnxruntime-gpu==${ONNXRUNTIME_GPU}"

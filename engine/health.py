@@ -17,6 +17,7 @@ from pathlib import Path
 
 import chess
 
+from oneply.engine import native
 from oneply.engine.errors import CommandError
 from oneply.engine.inference import Scorer
 from oneply.engine.model_file import ModelFileError, add_model_argument
@@ -96,6 +97,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     try:
         print(check_model(args.model))
+        print(native.describe())
         print(check_heartbeat(Path(args.heartbeat or heartbeat_path()), args.max_age))
     except (ModelFileError, RuntimeError) as error:
         raise CommandError(f"unhealthy: {error}", exit_code=1) from None

@@ -85,6 +85,14 @@ def path_name() -> str:
     return "native" if available() else "python"
 
 
+def describe() -> str:
+    """One line for ``oneply health``: whether the compiled core is in use, and if not, why."""
+    if available():
+        return "native: yes (compiled facts, move ids and tokens)"
+    why = REASON if _core is None else "switched off"
+    return f"native: no ({why}); the Python path, about {PYTHON_SLOWDOWN}x slower"
+
+
 @contextmanager
 def python_path() -> Iterator[None]:
     """Within: every caller takes the Python path (``oneply bench`` times both in one run)."""

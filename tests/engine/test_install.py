@@ -18,6 +18,7 @@ import os
 import shutil
 import subprocess
 import sys
+import sysconfig
 from pathlib import Path
 
 import pytest
@@ -150,3 +151,44 @@ def test_installed_oneply_writes_its_default_config_and_names_the_train_extra(in
             f"oneply {args[0]}: this needs torch, which is not installed: "
             "pip install 'oneply[train]'"
         ]
+
+
+@pytest.mark.slow
+def test_the_install_built_the_compiled_core_and_the_engine_uses_it(installed, tmp_path):
+    """`pip install .` compiles engine/csrc (the machine has a C compiler, as CI's does): the
+    health check says `native: yes`, and nothing says the Python path runs."""
+    health = subprocess.run(
+        [installed / "oneply", "health", "--heartbeat", str(tmp_path / "none")],
+        cwd=tmp_path, env=_clean_env(), capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert health.returncode == 0, health.stderr
+    assert "native: yes" in health.stdout.splitlines()[1]
+    assert "native facts unavailable" not in health.stderr
+
+
+@pytest.mark.slow
+def test_without_a_compiler_the_install_succeeds_on_the_python_path(tmp_path):
+    """An optional extension: a build whose compiler is missing still installs (CC points at
+    nothing), and the engine then runs the Python path and says so once."""
+    if shutil.which("git") is None or not (REPO / ".git").exists():
+        pytest.skip("needs a git checkout to know the tracked files")
+    source = _tracked_copy(tmp_path / "src")
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    env = {**_clean_env(), "CC": "/nonexistent/cc"}
+    built = subprocess.run(
+        [venv / "bin" / "python", "-m", "pip", "install", "-q", "--no-deps", str(source)],
+        capture_output=True, text=True, env=env, timeout=600,
+    )  # fmt: skip
+    assert built.returncode == 0, built.stderr
+    probe = "from oneply.engine import native, encoding; import chess;"
+    probe += "encoding.encode_batch([chess.Board()], True); print(native.describe())"
+    here = sysconfig.get_paths()["purelib"]  # chess and numpy, from the interpreter running this
+    ran = subprocess.run(
+        [venv / "bin" / "python", "-c", probe],
+        cwd=tmp_path, env={**_clean_env(), "PYTHONPATH": here}, capture_output=True, text=True,
+        timeout=120,
+    )  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout.startswith("native: no (")
+    assert ran.stderr.count("oneply: native facts unavailable (") == 1

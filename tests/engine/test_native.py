@@ -13,6 +13,7 @@ import os
 import random
 
 import chess
+import chess.engine
 import numpy as np
 import pytest
 
@@ -154,3 +155,35 @@ def test_the_218_move_position_and_counters_past_999():
     board.halfmove_clock, board.fullmove_number = 1234, 5678
     assert_same([board])
     assert len(encode_batch([board]).moves[0]) == 218
+
+
+def stockfish_playouts(count: int, seed: int) -> list[chess.Board]:
+    """Positions along games Stockfish plays against itself at depth 1, the first moves random
+    (so the games differ): the positions a training run actually labels."""
+    from oneply.engine.stockfish import close_stockfish, open_stockfish
+
+    rng = random.Random(seed)
+    engine = open_stockfish(None)
+    found: list[chess.Board] = []
+    try:
+        while len(found) < count:
+            board = chess.Board()
+            for ply in range(rng.randrange(40, 200)):
+                if board.is_game_over():
+                    break
+                if ply < 6:
+                    move = rng.choice(list(board.legal_moves))
+                else:
+                    move = engine.play(board, chess.engine.Limit(depth=1)).move
+                board.push(move)
+                found.append(board.copy())
+    finally:
+        close_stockfish(engine)
+    return [b for b in found if not b.is_game_over()][:count]
+
+
+@pytest.mark.slow
+def test_stockfish_playouts_are_bit_identical():
+    boards = stockfish_playouts(PARITY_POSITIONS, seed=3)
+    for start in range(0, len(boards), 500):
+        assert_same(boards[start : start + 500])
