@@ -136,6 +136,20 @@ def _widened(array: np.ndarray, width: int, fill: int) -> np.ndarray:
     return wide
 
 
+def token_move_ids(state: np.ndarray) -> np.ndarray:
+    """The legal move ids of one stored row of 77 state tokens, in python-chess order (the
+    order its values are stored in): int64 [n]."""
+    if native.available():
+        rows, readable = native.rows_of_tokens(np.asarray(state)[None])
+        if readable.all():
+            out = native.encode_rows(rows, False)
+            if out.ok.all():
+                return out.ids[0, : out.counts[0]].copy()
+    native.warn_once()
+    board = chess.Board(fen_of_tokens(state))
+    return np.fromiter((MOVE_INDEX[m.uci()] for m in board.legal_moves), np.int64)
+
+
 def token_facts(states: np.ndarray, width: int, facts: Wanted) -> tuple[np.ndarray, np.ndarray]:
     """The facts of stored training rows [B, 77] (their moves in python-chess order, the order
     values are stored in): int64 [B, 64, S] and [B, width, M], straight from the tokens."""

@@ -38,7 +38,6 @@ from pathlib import Path
 import chess
 import numpy as np
 
-from oneply.engine.moves import MOVE_INDEX
 from oneply.engine.tokenizer import STATE_LENGTH, VOCAB_SIZE, fen_of_tokens
 
 FORMAT = "oneply-shard-v2"
@@ -52,11 +51,6 @@ BEST_ONLY = "best"
 
 def board_of_tokens(state: np.ndarray) -> chess.Board:
     return chess.Board(fen_of_tokens(state))
-
-
-def move_ids_of(board: chess.Board) -> np.ndarray:
-    """Legal move ids in python-chess generation order (the order values are stored in)."""
-    return np.fromiter((MOVE_INDEX[m.uci()] for m in board.legal_moves), np.int64)
 
 
 def quantise(wins: np.ndarray) -> np.ndarray:

@@ -39,6 +39,7 @@ from typing import NoReturn
 
 import numpy as np
 
+from oneply.engine.encoding import token_move_ids
 from oneply.engine.moves import NUM_MOVES
 from oneply.engine.tokenizer import KEY_LENGTH, STATE_LENGTH, VOCAB_SIZE, position_key
 from oneply.training import compact
@@ -234,7 +235,7 @@ class Shard:
 
     def _recompute_moves(self, index: int, state: np.ndarray, start: int, stop: int) -> None:
         """A v2 row's move ids follow from its position (python-chess generation order)."""
-        moves = compact.move_ids_of(compact.board_of_tokens(state))
+        moves = token_move_ids(state)
         if len(moves) != stop - start:
             raise DatasetError(
                 f"{self.path}: row {index} has {len(moves)} legal moves, "

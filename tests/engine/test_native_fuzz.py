@@ -4,6 +4,8 @@ and the same positions seen from the other side (``Board.mirror``)."""
 
 from __future__ import annotations
 
+import os
+
 import chess
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
@@ -38,7 +40,7 @@ def legal_positions(draw: st.DrawFn) -> chess.Board:
     return board
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.filter_too_much])
+@settings(max_examples=int(os.environ.get("ONEPLY_FUZZ_EXAMPLES", "400")), deadline=None, suppress_health_check=[HealthCheck.filter_too_much])
 @given(legal_positions())
 def test_fuzzed_legal_positions_are_bit_identical(board):
     assert_same([board, board.mirror()])
