@@ -7,7 +7,9 @@ against it when it is built, the graph builder refuses weights that differ from 
 from it which optional parts a model has, export transposes the tensors it marks as linear
 maps, and the parity test (tests/engine/test_model.py) runs every combination of the flags
 listed in ``FLAGS``, so a new variant is declared here, built on both sides, and tested without
-another list to keep in step.
+another list to keep in step. The attention flags (``ATTENTION_FLAGS``) change only how tokens
+attend; their own parity test (tests/engine/test_attention_parity.py) runs every combination of
+them against both layouts, the side-to-move view and the three predictors.
 
 Shapes are those of the ONNX file: a linear map is stored [in, out] (torch keeps [out, in]).
 """
@@ -41,6 +43,27 @@ FLAGS: dict[str, tuple[Any, ...]] = {
     "mirror": (False, True),  # the side-to-move view (no weights: a graph operation)
     "features": ((), ("pinned", "check"), None),  # facts read (None: every fact)
 }
+#: the flags that add a bias to the attention scores (format version 6; engine/attention_bias.py
+#: and training/attention.py build them). Kept apart from FLAGS because they act on the scores,
+#: not on the embeddings FLAGS change: crossing the two would multiply the slowest test of the
+#: suite eight-fold to test pairs that cannot interact.
+ATTENTION_FLAGS: dict[str, tuple[bool, ...]] = {
+    # a learned bias per layer, head and pair of board squares (Lc0's, Chessformer's geometry)
+    "square_bias": (False, True),
+    # a bias per layer and head over the square pairs made from the position itself (Lc0's
+    # smolgen): the board tokens squeezed to a small vector, per head a few coefficients of a
+    # learned basis of 64×64 biases shared by every layer
+    "smolgen": (False, True),
+    # action values only: the move token's bias towards each board square, learned per layer and
+    # head for its from-square and for its to-square (where it comes from and where it goes)
+    "move_bias": (False, True),
+}
+#: smolgen's sizes: each board token squeezed to this many numbers ...
+SMOLGEN_COMPRESS = 8
+#: ... the 64 of them to one position vector of this size ...
+SMOLGEN_HIDDEN = 64
+#: ... and per head this many coefficients of the shared basis of square-pair biases
+SMOLGEN_GEN = 32
 
 
 @dataclass(frozen=True)
@@ -65,6 +88,29 @@ def _block(i: int, d: int, widening: int) -> list[Param]:
         Param(f"{p}.mlp.w13.weight", (d, 2 * widening * d), linear=True),
         Param(f"{p}.mlp.w2.weight", (widening * d, d), linear=True),
     ]
+
+
+def _attention(i: int, d: int, heads: int, parts: Mapping[str, Any]) -> list[Param]:
+    """Block i's attention-bias weights (ATTENTION_FLAGS); the tables are [head, row, column]
+    with rows and columns the 64 board tokens in sequence order (rank 8 first)."""
+    p = f"blocks.{i}"
+    params = []
+    if parts["square_bias"]:
+        params.append(Param(f"{p}.square_bias", (heads, 64, 64)))
+    if parts["smolgen"]:
+        params += [
+            Param(f"{p}.smolgen.compress.weight", (d, SMOLGEN_COMPRESS), linear=True),
+            Param(
+                f"{p}.smolgen.dense.weight", (64 * SMOLGEN_COMPRESS, SMOLGEN_HIDDEN), linear=True
+            ),
+            Param(f"{p}.smolgen.ln.weight", (SMOLGEN_HIDDEN,)),
+            Param(f"{p}.smolgen.ln.bias", (SMOLGEN_HIDDEN,)),
+            Param(f"{p}.smolgen.gen.weight", (SMOLGEN_HIDDEN, heads * SMOLGEN_GEN), linear=True),
+        ]
+    if parts["move_bias"]:
+        params.append(Param(f"{p}.move_from_bias", (heads, 64, 64)))
+        params.append(Param(f"{p}.move_to_bias", (heads, 64, 64)))
+    return params
 
 
 def predictor_of(config: Mapping[str, Any]) -> str:
@@ -104,8 +150,12 @@ def parameters(config: Mapping[str, Any]) -> list[Param]:
                 Param("from_piece.weight", (d, d), linear=True),
                 Param("to_piece.weight", (d, d), linear=True),
             ]
+    parts = structure(config)
     for i in range(int(config["layers"])):
         params += _block(i, d, int(config.get("widening", 4)))
+        params += _attention(i, d, int(config["heads"]), parts)
+    if parts["smolgen"]:  # the basis of square-pair biases, shared by every layer
+        params.append(Param("smolgen_global.weight", (SMOLGEN_GEN, 64 * 64), linear=True))
     params += [
         Param("final_ln.weight", (d,)),
         Param("final_ln.bias", (d,)),
@@ -128,14 +178,25 @@ def linear_names(config: Mapping[str, Any]) -> set[str]:
 
 
 def structure(config: Mapping[str, Any]) -> dict[str, Any]:
-    """What decides the graph beyond the weights' shapes: the FLAGS, normalised."""
+    """What decides the graph beyond the weights' shapes: the FLAGS and ATTENTION_FLAGS,
+    normalised (absent: off, as in every file before format 6)."""
+    predictor = predictor_of(config)
     return {
-        "predictor": predictor_of(config),
+        "predictor": predictor,
         "move_features": bool(config.get("move_features", False)),
         "piece_features": bool(config.get("piece_features", True)),
         "mirror": bool(config.get("mirror", False)),
         "features": check_names(config.get("features") or ()),
+        "square_bias": bool(config.get("square_bias", False)),
+        "smolgen": bool(config.get("smolgen", False)),
+        "move_bias": bool(config.get("move_bias", False)) and predictor == "av",
     }
+
+
+def attention_flags(config: Mapping[str, Any]) -> list[str]:
+    """The ATTENTION_FLAGS a model of this config has on (none: a file older formats read)."""
+    parts = structure(config)
+    return [name for name in ATTENTION_FLAGS if parts[name]]
 
 
 def check_weights(config: Mapping[str, Any], shapes: Mapping[str, tuple[int, ...]]) -> None:

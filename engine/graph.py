@@ -36,6 +36,7 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 from oneply.engine.architecture import PAD_LOGIT, check_weights, structure
+from oneply.engine.attention_bias import AttentionBias
 from oneply.engine.features import (
     MOVE_FACTS,
     SQUARE_FACTS,
@@ -104,7 +105,9 @@ class _Builder:
         self.head_dim = self.width // self.heads
         self.move_features = parts["move_features"]
         self.piece_features = parts["piece_features"]
+        self.hidden = int(config.get("widening", 4)) * self.width  # the SwiGLU's inner width
         self.scale = self.g.const(1.0 / math.sqrt(self.head_dim), np.float32)
+        self.bias = AttentionBias(self.g, parts, self.heads)  # engine/attention_bias.py
 
     def layer_norm(self, x: str, name: str) -> str:
         return self.g.op("LayerNormalization", x, f"{name}.weight", f"{name}.bias", epsilon=1e-5)
@@ -124,14 +127,18 @@ class _Builder:
         )
         return self.g.op("MatMul", merged, f"{prefix}.proj.weight")
 
-    def attend(self, q: str, k: str, v: str) -> str:
+    def attend(self, q: str, k: str, v: str, bias: str | None = None) -> str:
+        """Scaled dot-product attention, `bias` (broadcast to [B, H, T, T]) added to the scores
+        after scaling, as torch's scaled_dot_product_attention adds its attn_mask."""
         kt = self.g.op("Transpose", k, perm=[0, 1, 3, 2])
         scores = self.g.op("Mul", self.g.op("MatMul", q, kt), self.scale)
+        if bias is not None:
+            scores = self.g.op("Add", scores, bias)
         return self.g.op("MatMul", self.g.op("Softmax", scores, axis=-1), v)
 
     def mlp(self, x: str, prefix: str) -> str:
         h = self.g.op("MatMul", self.layer_norm(x, f"{prefix}.ln2"), f"{prefix}.mlp.w13.weight")
-        hidden = self.g.const([self.width * 4] * 2)
+        hidden = self.g.const([self.hidden] * 2)
         gate, up = self.g.ops("Split", h, hidden, axis=-1, outputs=2)
         silu = self.g.op("Mul", gate, self.g.op("Sigmoid", gate))
         out = self.g.op("MatMul", self.g.op("Mul", silu, up), f"{prefix}.mlp.w2.weight")
@@ -241,14 +248,19 @@ class _Builder:
     def shared(self, state: str, moves: str) -> str:
         g = self.g
         xs, xm = self.embed_state(state), self.embed_moves(state, moves)
+        self.bias.set_moves(moves, flat=False)
         for i in range(self.layers):
             p = f"blocks.{i}"
-            qs, ks, vs = self.split_heads(self.layer_norm(xs, f"{p}.ln1"), p)
+            hs = self.layer_norm(xs, f"{p}.ln1")
+            qs, ks, vs = self.split_heads(hs, p)
             qm, km, vm = self.split_heads(self.layer_norm(xm, f"{p}.ln1"), p)
-            state_out = self.attend(qs, ks, vs)
+            state_out = self.attend(qs, ks, vs, self.bias.board(hs, i, PREFIX))
             to_state = g.op("MatMul", qm, g.op("Transpose", ks, perm=[0, 1, 3, 2]))
             to_self = g.op("ReduceSum", g.op("Mul", qm, km), g.const([-1]), keepdims=1)
             scores = g.op("Mul", g.op("Concat", to_state, to_self, axis=-1), self.scale)
+            move_bias = self.bias.moves_shared(i, PREFIX + 1)
+            if move_bias is not None:
+                scores = g.op("Add", scores, move_bias)
             weights = g.op("Softmax", scores, axis=-1)
             w_state = g.op("Slice", weights, g.const([0]), g.const([PREFIX]), g.const([-1]))
             w_self = g.op("Slice", weights, g.const([PREFIX]), g.const([PREFIX + 1]), g.const([-1]))
@@ -263,8 +275,10 @@ class _Builder:
         x = self.embed_state(state)  # [B, 78, D]
         for i in range(self.layers):
             p = f"blocks.{i}"
-            q, k, v = self.split_heads(self.layer_norm(x, f"{p}.ln1"), p)
-            x = self.mlp(g.op("Add", x, self.merge_heads(self.attend(q, k, v), p)), p)
+            h = self.layer_norm(x, f"{p}.ln1")
+            q, k, v = self.split_heads(h, p)
+            out = self.attend(q, k, v, self.bias.full(h, i, PREFIX))
+            x = self.mlp(g.op("Add", x, self.merge_heads(out, p)), p)
         last = g.op("Gather", x, g.const(PREFIX - 1), axis=1)  # [B, D]
         logits = g.op("MatMul", self.layer_norm(last, "final_ln"), "head.weight")
         logits = g.op("Add", logits, "head.bias")  # [B, K] or [B, NUM_MOVES]
@@ -285,10 +299,13 @@ class _Builder:
         xs = g.op("Reshape", xs, g.const([-1, PREFIX, self.width]))
         xm = g.op("Reshape", self.embed_moves(state, moves), g.const([-1, 1, self.width]))
         x = g.op("Concat", xs, xm, axis=1)  # [B·N, 79, D]
+        self.bias.set_moves(moves, flat=True)
         for i in range(self.layers):
             p = f"blocks.{i}"
-            q, k, v = self.split_heads(self.layer_norm(x, f"{p}.ln1"), p)
-            x = self.mlp(g.op("Add", x, self.merge_heads(self.attend(q, k, v), p)), p)
+            h = self.layer_norm(x, f"{p}.ln1")
+            q, k, v = self.split_heads(h, p)
+            out = self.attend(q, k, v, self.bias.full(h, i, PREFIX + 1))
+            x = self.mlp(g.op("Add", x, self.merge_heads(out, p)), p)
         last = g.op("Gather", x, g.const(PREFIX), axis=1)  # [B·N, D]
         out_shape = g.op("Concat", moves_shape, g.const([-1]), axis=0)
         return g.op("Reshape", self.head(last), out_shape)

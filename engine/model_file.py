@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from oneply.engine.architecture import PREDICTORS
+from oneply.engine.architecture import PREDICTORS, attention_flags
 from oneply.engine.features import FeatureError, check_names
 from oneply.engine.values import NUM_BINS
 
@@ -46,8 +46,13 @@ from oneply.engine.values import NUM_BINS
 #: 5: the model may predict a position's value (``sv``: no ``moves`` input, output [B, K]) or a
 #: move distribution (``bc``: output [B, N]) instead of action values (config ``predictor``);
 #: older readers would read either output as action values. Action-value files keep 2–4.
-FORMAT_VERSION = "5"
-READABLE_VERSIONS = ("1", "2", "3", "4", "5")
+#: 6: the attention scores may carry biases of the board's geometry (config ``square_bias``,
+#: ``smolgen``, ``move_bias``: engine/architecture.ATTENTION_FLAGS). Same inputs and outputs,
+#: new weights and operations: a version-5 reader that rebuilds a graph from a file's weights
+#: would refuse the weights it does not know, so such files say 6 and older readers refuse them
+#: by their version, with a message that says to upgrade. Files without them keep 2–5.
+FORMAT_VERSION = "6"
+READABLE_VERSIONS = ("1", "2", "3", "4", "5", "6")
 ENV_VAR = "ONEPLY_MODEL"
 REPO_ROOT = Path(__file__).resolve().parent.parent
 BUNDLED_MODEL = REPO_ROOT / "models" / "oneply-small.onnx"
@@ -118,8 +123,10 @@ class ModelInfo:
 def written_version(config: dict[str, Any]) -> str:
     """The oldest format version that describes a model of this config (older readers keep
     reading every file that does not need the newer one)."""
+    if attention_flags(config):
+        return "6"
     if (config.get("predictor") or "av") != "av":
-        return FORMAT_VERSION
+        return "5"
     if config.get("features"):
         return "4"
     return "3" if config.get("mirror") else "2"

@@ -40,6 +40,11 @@ head reads the last state token: ``sv`` gives K value bins for the position (sid
 log-softmaxed. Neither has a move token, so move ids, move features and move facts are not
 part of them (engine/architecture.py).
 
+With ``square_bias``, ``smolgen`` and ``move_bias`` (engine/architecture.ATTENTION_FLAGS,
+training/attention.py) the attention scores get the board's geometry: a learned bias per pair
+of board squares, one made from the position, and the move token's towards the squares around
+its from- and to-square.
+
 Parameter names are the ONNX initializer names (see engine/graph.py), Linear weights
 transposed.
 """
@@ -55,12 +60,14 @@ import torch.nn.functional as F
 from torch import nn
 
 from oneply.engine.architecture import (
+    ATTENTION_FLAGS,
     PAD_LOGIT,
     PREDICTORS,
     SEQ_LENGTH,
     STATE_SEQ_LENGTH,
     check_weights,
     linear_names,
+    structure,
 )
 from oneply.engine.features import (
     ADOPTED_FACTS,
@@ -89,6 +96,8 @@ from oneply.engine.moves import (
 )
 from oneply.engine.tokenizer import FIELDS, SQUARE_TOKEN, STATE_LENGTH, VOCAB_SIZE
 from oneply.engine.values import NUM_BINS
+from oneply.training import attention
+from oneply.training.attention import Geometry
 
 LAYOUTS = ("shared", "per_move")
 PREFIX = STATE_LENGTH + 1  # BOS + state tokens
@@ -117,6 +126,12 @@ class ModelConfig:
     #: what it predicts (engine/architecture.PREDICTORS): ``av`` action values, ``sv`` the
     #: position's value, ``bc`` a move distribution; sv and bc files are format version 5
     predictor: str = "av"
+    #: attention biases (engine/architecture.ATTENTION_FLAGS; files with any are format 6): a
+    #: learned one per pair of board squares, one made from the position (smolgen), and the
+    #: move token's towards the squares seen from its from- and to-square (action values only)
+    square_bias: bool = False
+    smolgen: bool = False
+    move_bias: bool = False
 
     def __post_init__(self) -> None:  # JSON gives a list, in any order: one canonical tuple
         object.__setattr__(self, "features", check_names(self.features))
@@ -124,6 +139,7 @@ class ModelConfig:
             raise ValueError(f"unknown predictor {self.predictor!r}; expected one of {PREDICTORS}")
         if self.predictor != "av":  # no move token: the move options do not apply
             object.__setattr__(self, "move_features", False)
+            object.__setattr__(self, "move_bias", False)
             squares = tuple(f for f in self.features if f in SQUARE_NAMES)
             object.__setattr__(self, "features", squares)
 
@@ -142,11 +158,15 @@ class ModelConfig:
         return self.width // self.heads
 
     def to_dict(self) -> dict:
-        """The fields; ``predictor`` only when it is not ``av``, so an action-value model's
-        config (checkpoints, file metadata) is what it was before there were predictors."""
+        """The fields; ``predictor`` only when it is not ``av`` and the attention flags only
+        when on, so a model without them has the config (checkpoints, file metadata) it had
+        before they existed."""
         values = asdict(self)
         if self.predictor == "av":
             del values["predictor"]
+        for name in ATTENTION_FLAGS:
+            if not values[name]:
+                del values[name]
         return values
 
 
@@ -197,22 +217,31 @@ class Block(nn.Module):
         b, _, t, _ = x.shape
         return self.proj(x.transpose(1, 2).reshape(b, t, self.config.width))
 
-    def forward_full(self, x: torch.Tensor) -> torch.Tensor:
-        """Full attention over every token (per_move layout)."""
-        q, k, v = self._heads(self.ln1(x))
-        x = x + self._merge(F.scaled_dot_product_attention(q, k, v))
+    def forward_full(self, x: torch.Tensor, shared: Geometry | None = None) -> torch.Tensor:
+        """Full attention over every token (per_move layout, sv and bc)."""
+        normed = self.ln1(x)
+        q, k, v = self._heads(normed)
+        bias = attention.full_bias(self, normed, shared) if shared else None
+        x = x + self._merge(F.scaled_dot_product_attention(q, k, v, attn_mask=bias))
         return x + self.mlp(self.ln2(x))
 
-    def forward_shared(self, xs: torch.Tensor, xm: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    def forward_shared(
+        self, xs: torch.Tensor, xm: torch.Tensor, shared: Geometry | None = None
+    ) -> tuple[torch.Tensor, ...]:
         """State tokens xs [B, 78, D] attend to themselves; move tokens xm [B, N, D] attend to
         the state tokens and to themselves only."""
-        qs, ks, vs = self._heads(self.ln1(xs))
+        normed = self.ln1(xs)
+        qs, ks, vs = self._heads(normed)
         qm, km, vm = self._heads(self.ln1(xm))
         scale = 1.0 / math.sqrt(self.config.head_dim)
-        state_out = F.scaled_dot_product_attention(qs, ks, vs)
+        board = attention.board_bias(self, normed, shared) if shared else None
+        state_out = F.scaled_dot_product_attention(qs, ks, vs, attn_mask=board)
         scores = torch.cat(
             [qm @ ks.transpose(-1, -2) * scale, (qm * km).sum(-1, keepdim=True) * scale], dim=-1
         )
+        move_bias = attention.move_bias_shared(self, shared, PREFIX + 1) if shared else None
+        if move_bias is not None:
+            scores = scores + move_bias
         weights = scores.softmax(dim=-1)
         move_out = weights[..., :-1] @ vs + weights[..., -1:] * vm
         xs = xs + self._merge(state_out)
@@ -284,6 +313,7 @@ class ActionValueModel(nn.Module):
             if name.endswith(("proj.weight", "w2.weight")):
                 nn.init.normal_(p, std=0.02 / math.sqrt(2 * config.layers))
         self._fact_tables(config)
+        attention.add_parts(self, list(self.blocks), config.heads, d, structure(config.to_dict()))
         linear = linear_names(config.to_dict())  # the one declaration (engine/architecture.py)
         check_weights(
             config.to_dict(),
@@ -416,15 +446,18 @@ class ActionValueModel(nn.Module):
             state, moves = self._mirror(state, moves, black)
         xs = self._state(state, square_facts, black)
         xm = self._moves(state, moves, move_facts)
+        ids = moves.clamp(min=0)
         if layout == "shared":
+            shared = attention.geometry(self, ids)
             for block in self.typed_blocks():
-                xs, xm = block.forward_shared(xs, xm)
+                xs, xm = block.forward_shared(xs, xm, shared)
         elif layout == "per_move":
             b, n = moves.shape
             xs = xs.unsqueeze(1).expand(b, n, PREFIX, -1).reshape(b * n, PREFIX, -1)
             x = torch.cat([xs, xm.reshape(b * n, 1, -1)], dim=1)
+            shared = attention.geometry(self, ids, flat=True)
             for block in self.typed_blocks():
-                x = block.forward_full(x)
+                x = block.forward_full(x, shared)
             xm = x[:, -1].reshape(b, n, -1)
         else:
             raise ValueError(f"unknown layout {layout!r}; expected one of {LAYOUTS}")
@@ -439,8 +472,9 @@ class ActionValueModel(nn.Module):
             black = state[:, FIELDS["side"]] == BLACK_TOKEN  # [B, 1]
             state = self._mirror_state(state, black)
         x = self._state(state, square_facts, black)
+        shared = attention.geometry(self, None)
         for block in self.typed_blocks():
-            x = block.forward_full(x)
+            x = block.forward_full(x, shared)
         out = self.head(self.final_ln(x[:, -1])).float()  # [B, K] or [B, NUM_MOVES]
         if self.config.predictor == "sv":
             return F.log_softmax(out, dim=-1)
