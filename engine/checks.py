@@ -1,17 +1,18 @@
 """Where the opponent could check or mate next, if the side to move did nothing.
 
-Why: against Stockfish's weakest levels, about a quarter of v9's costly moves allow a forced
-mate or a checking tactic (README, `oneply blunders`): the network does not see that the
-opponent's queen is one move from mate on g7, or that a knight fork with check waits on c7.
+Why: against Stockfish's weakest levels, many of a searchless network's costly moves allow a
+forced mate or a checking tactic (`oneply blunders`; docs/studies/checks-facts.md): the network
+does not see that the opponent's queen is one move from mate on g7, or that a knight fork with
+check waits on c7.
 A player looks for those squares before choosing a move. The ``enemy_check`` fact of
 engine/features.py states them per square; this module computes them, as an input and never
 as a search: the position with the turn passed to the opponent, its legal moves that give
 check, and whether each of them mates.
 
 The same question after each candidate move is the ``reply_check`` move fact: once the move
-is made, can the opponent give check, or mate? A quarter of v13's costly moves against skill 0
-still allow a mate (0.10 a game) or a checking tactic (0.13; docs/STUDIES.md). It is one
-reply deep and only over checks — what a player looks at before letting go of the piece.
+is made, can the opponent give check, or mate? Costly moves that still allow a mate or a
+checking tactic remained common with the checks as inputs (docs/studies/2026-11-28f.md). It is
+one reply deep and only over checks — what a player looks at before letting go of the piece.
 ``next_check`` asks it for the mover once the move is made, as though the opponent passed: does
 the move threaten mate (the attacker's side, as ``threatens`` is the attacker's side of
 ``threat``)?

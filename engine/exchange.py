@@ -2,11 +2,12 @@
 
 Why: "this capture wins a pawn", "that knight is hanging" are what a player reads off the board
 before thinking about anything else, and what a searchless network on two CPU cores is worst at
-learning from samples (issue 18). The facts of engine/features.py state them as inputs; this
-module computes them, as an input and never as a search: one square, the classic swap algorithm
-(each side recaptures with its least valuable piece and may stop when continuing loses
-material; sliders behind a capturer join in as it leaves — x-rays). Pins are ignored, as in
-every engine's SEE; a king captures only onto a square the other side no longer attacks.
+learning from samples (docs/studies/exchange-input.md). The facts of engine/features.py state
+them as inputs; this module computes them, as an input and never as a search: one square, the
+classic swap algorithm (each side recaptures with its least valuable piece and may stop when
+continuing loses material; sliders behind a capturer join in as it leaves — x-rays). Pins are
+ignored, as in every engine's SEE; a king captures only onto a square the other side no longer
+attacks.
 
 Values are the textbook 1 / 3 / 3 / 5 / 9 pawns; python-chess's public attack tables give the
 attackers for any occupancy, so the board itself is never changed.

@@ -2,8 +2,9 @@
 
 Why: a transformer that reads only piece tokens must discover from samples which squares each
 piece attacks, whether a move checks, whether its destination is defended. On two CPU cores it
-never sees enough samples to learn that well (issue 18; docs/FORMAT.md §4, version 4). Handed
-these facts as inputs, the same network reached twice the dev puzzles in the same steps.
+never sees enough samples to learn that well (docs/FORMAT.md §4). Handed these facts as
+inputs, the same network reached far more of the dev puzzles in the same steps
+(docs/studies/table-192k-facts.md).
 They are hand-computed with python-chess here — the one place, for training and inference
 alike — and passed to the model as two extra ONNX inputs; the network only embeds them.
 
@@ -127,6 +128,8 @@ MOVE_FACTS: tuple[Fact, ...] = (
 )
 SQUARE_NAMES = tuple(f.name for f in SQUARE_FACTS)
 MOVE_NAMES = tuple(f.name for f in MOVE_FACTS)
+#: channel index of each square fact by name: writers go by name, never by position
+SQ: dict[str, int] = {name: i for i, name in enumerate(SQUARE_NAMES)}
 #: groups the sample-efficiency table switches on one at a time (training/ablation_variants.py)
 GROUPS: dict[str, tuple[str, ...]] = {
     "attacks": ("own_attackers", "enemy_attackers"),
@@ -151,34 +154,19 @@ def _declared(groups: Sequence[str]) -> tuple[str, ...]:
     return tuple(name for name in ALL_FACTS if name in wanted)
 
 
-#: the groups of v5 – v7 (and of the 500k table's base rows, training/ablation_variants.py)
-V5_GROUPS: tuple[str, ...] = ("attacks", "pins", "move_facts")
-V5_FACTS: tuple[str, ...] = _declared(V5_GROUPS)
-#: the groups of v8 (bundled 2026-11-25, before v9 added the threats)
-V8_GROUPS: tuple[str, ...] = (*V5_GROUPS, "exchange")
-V8_FACTS: tuple[str, ...] = _declared(V8_GROUPS)
-#: the groups of v9 (bundled 2026-11-25, before the campaign added the checks)
-V9_GROUPS: tuple[str, ...] = (*V8_GROUPS, "threats")
-V9_FACTS: tuple[str, ...] = _declared(V9_GROUPS)
-#: the groups of v10 – v12 (the campaign added the checks 2026-11-26, before the forks)
-V12_GROUPS: tuple[str, ...] = (*V9_GROUPS, "checks")
-V12_FACTS: tuple[str, ...] = _declared(V12_GROUPS)
-#: the groups of v13 (bundled 2026-11-28e, before the campaign added the replies)
-V13_GROUPS: tuple[str, ...] = (*V12_GROUPS, "forks")
-V13_FACTS: tuple[str, ...] = _declared(V13_GROUPS)
-#: the groups of v14 (bundled 2026-11-28f, before the campaign added mate threats, mobility,
-#: kings and passers)
-V14_GROUPS: tuple[str, ...] = (*V13_GROUPS, "replies")
-V14_FACTS: tuple[str, ...] = _declared(V14_GROUPS)
-#: the groups every preset reads; a group joins them when a paired run says it helps (exchange:
-#: −0.051 nats and +3.0 points of dev puzzles at 500k positions; threats: −0.03 nats over the
-#: campaign's 4,200 steps beside the same run without them; checks: −0.022 nats over 4,000 steps
-#: and −0.018 on held-out positions, 2026-11-26; forks: −0.005 nats and +0.007 – 0.012 τ on
-#: every held-out set after 2,462 paired steps, 2026-11-28e; replies: −0.002 – 0.007 nats on
-#: eight of nine held-out sets and +73 Elo beside v13, 2026-11-28f; mate_threats, mobility,
-#: kings and passers: each won its paired fork in the campaign (2026-11-28h, 2026-11-29b,
-#: 2026-12-02) and together they are v15, +48 Elo beside v14 in six runs; docs/STUDIES.md)
-ADOPTED_GROUPS: tuple[str, ...] = (*V14_GROUPS, "mate_threats", "mobility", "kings", "passers")
+#: the groups every model with facts reads at the least: what a player sees first (attacks,
+#: pins, what a move takes and where it lands); the sample-efficiency table's base rows
+#: (training/ablation_variants.py) add one group at a time to these
+BASE_GROUPS: tuple[str, ...] = ("attacks", "pins", "move_facts")
+#: the name training/ablation_variants.py imports BASE_GROUPS by
+V5_GROUPS = BASE_GROUPS
+#: the groups every preset reads; a group joins them when a paired run says it helps
+#: (docs/studies/README.md lists the studies that adopted each)
+ADOPTED_GROUPS: tuple[str, ...] = (
+    *BASE_GROUPS,
+    *("exchange", "threats", "checks", "forks", "replies"),
+    *("mate_threats", "mobility", "kings", "passers"),
+)
 ADOPTED_FACTS: tuple[str, ...] = _declared(ADOPTED_GROUPS)
 
 #: board token i (0 … 63, rank 8 first) shows this square: square facts in token order
@@ -268,29 +256,30 @@ def square_facts(board: chess.Board, facts: Wanted = True) -> np.ndarray:
     exchange = reads(facts, "exchange")
     us, them = board.turn, not board.turn
     out = np.zeros((64, len(SQUARE_FACTS)), dtype=np.uint8)
-    out[:, 0] = np.minimum(_count_attacks(board, us), 3)
-    out[:, 1] = np.minimum(_count_attacks(board, them), 3)
+    out[:, SQ["own_attackers"]] = np.minimum(_count_attacks(board, us), 3)
+    out[:, SQ["enemy_attackers"]] = np.minimum(_count_attacks(board, them), 3)
     for color, flag in ((us, 1), (them, 2)):
         for square in chess.scan_forward(board.occupied_co[color]):
             if board.is_pinned(color, square):
-                out[square, 2] = flag
-            attacked = out[square, 1 if color == us else 0]
+                out[square, SQ["pinned"]] = flag
+            # attacked at all (counted above) before the swap
+            attacked = out[square, SQ["enemy_attackers" if color == us else "own_attackers"]]
             if exchange and attacked and en_prise(board, square):
-                out[square, 3] = flag  # attacked at all (counted above) before the swap
+                out[square, SQ["en_prise"]] = flag
     if reads(facts, "checks"):
-        out[:, 4] = enemy_checks(board)
+        out[:, SQ["enemy_check"]] = enemy_checks(board)
     if reads(facts, "mobility"):
         pieces = board.knights | board.bishops | board.rooks | board.queens
         for square in chess.scan_forward(pieces):
-            out[square, 5] = 1 + safe_moves(board, square)
+            out[square, SQ["safe_moves"]] = 1 + safe_moves(board, square)
     if reads(facts, "kings"):
         for color in chess.COLORS:
             king = board.king(color)
             if king is not None:
-                out[king, 6] = 1 + king_flights(board, color)
+                out[king, SQ["king_flights"]] = 1 + king_flights(board, color)
     if reads(facts, "passers"):
         for square in chess.scan_forward(board.pawns):
-            out[square, 7] = passer(board, square)
+            out[square, SQ["passed"]] = passer(board, square)
     return out
 
 
@@ -374,17 +363,20 @@ def move_facts(board: chess.Board, moves: Sequence[chess.Move], facts: Wanted = 
         try:
             to = move.to_square
             known = standing.after(before, board) if standing is not None else None
-            out[row] = (
-                captured,
-                board.is_check(),
-                min(3, chess.popcount(board.attackers_mask(not us, to))),
-                min(3, chess.popcount(board.attackers_mask(us, to))),
-                swap,
-                threat_bucket(threat(board, us, to, suspects, known)) if threats else 0,
-                *(_double_attack(board, to, lines) if forks else (0, 0)),
-                reply_check(board) if replies else 0,
-                next_check(board) if mates else 0,
-            )
+            threatens, double = _double_attack(board, to, lines) if forks else (0, 0)
+            named = {
+                "captured": captured,
+                "check": board.is_check(),
+                "dest_attackers": min(3, chess.popcount(board.attackers_mask(not us, to))),
+                "dest_defenders": min(3, chess.popcount(board.attackers_mask(us, to))),
+                "exchange": swap,
+                "threat": threat_bucket(threat(board, us, to, suspects, known)) if threats else 0,
+                "threatens": threatens,
+                "targets": double,
+                "reply_check": reply_check(board) if replies else 0,
+                "next_check": next_check(board) if mates else 0,
+            }
+            out[row] = [named[name] for name in MOVE_NAMES]
         finally:
             board.pop()
     return out

@@ -7,9 +7,9 @@ state half of the network — every layer's keys and values of the 78 state toke
 of its work — needs the square facts but not one move fact. This module cuts a model file's
 graph there: the state half runs on a second core, its session releasing the GIL, while this
 thread computes the move facts; then the move half reads both. On two cores that hides the
-state half behind the facts (docs/STUDIES.md, session 2026-12-04: v15 int8, bench set, two
-threads, about 20 – 28% less time a position than the one graph). The outputs are the
-one-graph outputs (the same operations, tests hold them to 1e-5); nothing in the file changes.
+state half behind the facts (docs/studies/2026-12-04.md measures the time it saves). The
+outputs are the one-graph outputs (the same operations, tests hold them to 1e-5); nothing in
+the file changes.
 
 The cut is found from the graph, not from the builder: a node belongs to the move half when
 it reads, directly or through another node, an input that carries moves (``moves``,

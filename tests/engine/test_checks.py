@@ -17,15 +17,13 @@ from oneply.engine.features import (
     GROUPS,
     MOVE_NAMES,
     SQUARE_NAMES,
-    V9_FACTS,
-    V13_FACTS,
-    V14_FACTS,
     check_names,
     encode_facts,
     move_facts,
     square_facts,
 )
 from oneply.engine.mirror import mirror_square
+from tests.helpers.fact_versions import V9_FACTS, V13_FACTS, V14_FACTS
 from tests.helpers.move_facts import assert_spared, assert_turns_over_with_the_board
 
 CHANNEL = SQUARE_NAMES.index("enemy_check")

@@ -14,8 +14,6 @@ from oneply.engine.features import (
     GROUPS,
     MOVE_NAMES,
     SQUARE_NAMES,
-    V5_FACTS,
-    V12_FACTS,
     encode_facts,
     exchange_bucket,
     move_facts,
@@ -23,6 +21,7 @@ from oneply.engine.features import (
     threat_bucket,
 )
 from tests.engine.test_checks import random_positions
+from tests.helpers.fact_versions import V5_FACTS, V12_FACTS
 
 #: no pins and no promotion in the middle of an exchange: there the swap rule and the brute
 #: force agree by definition, so any difference is a bug

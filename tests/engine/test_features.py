@@ -17,10 +17,6 @@ from oneply.engine.features import (
     GROUPS,
     MOVE_NAMES,
     SQUARE_NAMES,
-    V5_FACTS,
-    V8_FACTS,
-    V9_FACTS,
-    V14_FACTS,
     FeatureError,
     check_names,
     encode_facts,
@@ -30,6 +26,7 @@ from oneply.engine.features import (
 from oneply.engine.inference import Scorer
 from oneply.engine.mirror import mirror_square
 from tests.conftest import POSITION_218
+from tests.helpers.fact_versions import V5_FACTS, V8_FACTS, V9_FACTS, V14_FACTS
 from tests.helpers.model_helpers import file_log_probs, randomise_fact_tables, torch_log_probs
 
 SQ = {name: i for i, name in enumerate(SQUARE_NAMES)}

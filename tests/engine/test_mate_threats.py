@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 
 from oneply.engine.checks import CHECK, MATE, NO_CHECK
-from oneply.engine.features import MOVE_NAMES, V14_FACTS, move_facts
+from oneply.engine.features import MOVE_NAMES, move_facts
 from tests.engine.test_checks import HAND_PICKED, SPECIAL_CHECKS, random_positions
+from tests.helpers.fact_versions import V14_FACTS
 from tests.helpers.move_facts import assert_spared, assert_turns_over_with_the_board
 
 NEXT = MOVE_NAMES.index("next_check")

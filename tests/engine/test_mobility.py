@@ -10,8 +10,9 @@ import numpy as np
 import pytest
 
 from oneply.engine.exchange import move_exchange, safe_moves
-from oneply.engine.features import SQUARE_NAMES, V14_FACTS, group_facts, square_facts
+from oneply.engine.features import SQUARE_NAMES, group_facts, square_facts
 from tests.engine.test_checks import random_positions
+from tests.helpers.fact_versions import V14_FACTS
 
 SAFE = SQUARE_NAMES.index("safe_moves")
 MOBILITY = group_facts(["mobility"])

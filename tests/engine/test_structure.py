@@ -9,9 +9,10 @@ import chess
 import numpy as np
 import pytest
 
-from oneply.engine.features import SQUARE_NAMES, V14_FACTS, group_facts, square_facts
+from oneply.engine.features import SQUARE_NAMES, group_facts, square_facts
 from oneply.engine.structure import is_passed, king_flights, outruns_king, passer
 from tests.engine.test_checks import random_positions
+from tests.helpers.fact_versions import V14_FACTS
 
 FLIGHTS = SQUARE_NAMES.index("king_flights")
 PASSED = SQUARE_NAMES.index("passed")

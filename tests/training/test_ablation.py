@@ -11,8 +11,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from oneply.engine.features import V5_FACTS  # noqa: E402
 from oneply.training import ablation, budget  # noqa: E402
+from tests.helpers.fact_versions import V5_FACTS  # noqa: E402
 from tests.helpers.training import make_shard  # noqa: E402
 
 

@@ -18,8 +18,9 @@ from oneply.engine.inference import Scorer
 
 torch = pytest.importorskip("torch")
 
-from oneply.engine.features import ADOPTED_FACTS, GROUPS, V8_FACTS, check_names  # noqa: E402
+from oneply.engine.features import ADOPTED_FACTS, GROUPS, check_names  # noqa: E402
 from oneply.training import campaign, fit  # noqa: E402
+from tests.helpers.fact_versions import V8_FACTS  # noqa: E402
 from tests.helpers.training import (  # noqa: E402
     config,
     make_shard,

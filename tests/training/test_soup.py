@@ -12,9 +12,10 @@ import numpy as np
 import pytest
 
 from oneply.engine.errors import CommandError
-from oneply.engine.features import GROUPS, V5_FACTS, V5_GROUPS, group_facts
+from oneply.engine.features import GROUPS, group_facts
 from oneply.engine.inference import Scorer
 from tests.conftest import POSITION_218, REPO
+from tests.helpers.fact_versions import V5_FACTS, V5_GROUPS
 from tests.helpers.model_helpers import file_log_probs, randomise_fact_tables, torch_log_probs
 
 torch = pytest.importorskip("torch")
