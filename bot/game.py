@@ -28,7 +28,7 @@ from oneply.bot.chat import Activity, ChatContext, Conversation
 from oneply.bot.config import BotConfig
 from oneply.bot.config_checks import MAX_CHAT
 from oneply.bot.lichess import Lichess, RateLimited, is_transient, status_of
-from oneply.engine.clock import MAX_THINK_MS, MeasuredOverhead, think_budget_ms
+from oneply.engine.clock import MAX_THINK_MS, MeasuredOverhead, search_time, think_budget_ms
 from oneply.engine.fallback import Fallback
 from oneply.engine.files import write_atomic
 from oneply.engine.inference import MoveScore
@@ -270,7 +270,12 @@ class Game:
             )
         assert isinstance(self.tree.scorer, BatcherScorer)
         self.tree.scorer.timeout = timeout
-        limits = Limits(nodes=search.nodes, seconds=search.time_share * budget, stop=self.stop)
+        clock = search_time(1000 * budget, self.tree.node_seconds(), search.time_share)
+        if clock is None or board.legal_moves.count() == 1:  # nothing a search could buy
+            why = "one_legal_move" if clock is not None else "short_clock"
+            log.info("event=search_skipped game=%s ply=%d reason=%s", self.id, board.ply(), why)
+            return self.s.batcher.score(board, timeout=timeout)
+        limits = Limits(nodes=search.nodes, seconds=clock.limit, stop=self.stop, clock=clock)
         info, ranked = self.tree.rank(board, limits)
         self.search_seconds = info.seconds
         log.info(

@@ -24,6 +24,9 @@ MAX_THINK_MS keeps a long clock from being spent on them.
 
 from __future__ import annotations
 
+import math
+from dataclasses import dataclass
+
 #: moves assumed left in the game when the clock does not say (UCI `movestogo`)
 DEFAULT_MOVES_TO_GO = 30
 #: share of the increment that may be spent on this move
@@ -91,3 +94,68 @@ class MeasuredOverhead:
             return 0.0
         ordered = sorted(self.costs_ms)
         return ordered[len(ordered) // 2]
+
+
+# --------------------------------------------------------------------------- the look-ahead
+
+#: a search that cannot afford this many network evaluations is no better than the one-pass
+#: move: below it the engine plays searchless (a short clock never makes it slower)
+MIN_SEARCH_NODES = 8
+#: the share of the move's budget a search normally spends, and the most it spends in a
+#: critical position: the rest is slack for a network call slower than the last one
+TARGET_SHARE, LIMIT_SHARE = 0.5, 0.8
+#: the root's best move stands out when its value is this far above every other move's (in
+#: logits of win probability: 0.5 against 0.35, or 0.95 against 0.91): the search then stops
+#: at CLEAR_SHARE of its target
+CLEAR_GAP, CLEAR_SHARE = 0.6, 0.25
+#: the top two moves are this close (0.5 against 0.47), or the most visited is not the best
+#: valued: a critical position, where the search may run to LIMIT_SHARE of the budget
+CLOSE_GAP = 0.12
+
+
+@dataclass(frozen=True)
+class SearchTime:
+    """How long one search may run: `target` seconds in a position like most, at most `limit`,
+    and what one network evaluation costs (`node_seconds`). A `fixed` time (UCI `go movetime`)
+    is spent whole, as the GUI asked."""
+
+    target: float
+    limit: float
+    node_seconds: float
+    fixed: bool = False
+
+    def allowed(self, gap: float) -> float:
+        """Seconds this search may run, given the root's `gap`: the most visited move's value
+        less the best other move's, in logits (negative when another move is valued higher)."""
+        if self.fixed:
+            return self.limit
+        if gap >= CLEAR_GAP:
+            return min(self.limit, CLEAR_SHARE * self.target)
+        if gap < CLOSE_GAP:
+            return self.limit
+        return min(self.limit, self.target)
+
+    def nodes_left(self, elapsed: float, gap: float) -> float:
+        """About how many more evaluations fit in the time this search is allowed."""
+        return max(0.0, self.allowed(gap) - elapsed) / max(self.node_seconds, 1e-6)
+
+
+def search_time(
+    budget_ms: float | None,
+    node_seconds: float,
+    target_share: float = TARGET_SHARE,
+    fixed: bool = False,
+) -> SearchTime | None:
+    """The search's time for a move whose think budget is `budget_ms` (think_budget_ms, or
+    movetime less the overhead), or None when the budget cannot buy MIN_SEARCH_NODES
+    evaluations (then play searchless). No budget (None: no clock) gives no time bound:
+    an infinite SearchTime, bounded by nodes or `stop` alone."""
+    if budget_ms is None:
+        return SearchTime(math.inf, math.inf, node_seconds)
+    budget = budget_ms / 1000.0
+    if budget < MIN_SEARCH_NODES * node_seconds:
+        return None
+    if fixed:
+        return SearchTime(budget, budget, node_seconds, fixed)
+    target = max(min(target_share, LIMIT_SHARE) * budget, MIN_SEARCH_NODES * node_seconds)
+    return SearchTime(target, max(target, LIMIT_SHARE * budget), node_seconds)

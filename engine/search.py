@@ -33,6 +33,7 @@ import chess
 import numpy as np
 
 from oneply.engine.books import tablebase_value
+from oneply.engine.clock import SearchTime
 from oneply.engine.inference import MoveScore, MoveScorer
 
 #: virtual loss: a leaf being evaluated counts as a loss for whoever walks into it again
@@ -40,6 +41,8 @@ VIRTUAL_LOSS = 1.0
 #: a node budget N also ends the search after this many × N walks (walks that end in finished
 #: games cost no network call)
 WALKS_PER_NODE = 4
+#: the position node_seconds() times one batch of (a middlegame, 37 legal moves)
+_MEASURED_FEN = "r1bq1rk1/pp2bppp/2n1pn2/3p4/2PP4/2N1PN2/PP3PPP/R2QKB1R w KQ - 0 8"
 #: nodes this close to the root get every mating move's value set to 1 when expanded (python-
 #: chess finds them: about 0.5 ms a node, so not everywhere); deeper mates are found by visits
 MATE_CHECK_DEPTH = 1
@@ -53,6 +56,9 @@ class Limits:
     seconds: float | None = None
     depth: int | None = None
     stop: threading.Event | None = None
+    #: a clock's time manager (engine/clock.py): stops early when one move stands out, runs
+    #: to `seconds` only in critical positions
+    clock: SearchTime | None = None
 
 
 @dataclass
@@ -117,6 +123,13 @@ def exact_value(board: chess.Board) -> float | None:
     return None
 
 
+def _logit(wins: np.ndarray) -> np.ndarray:
+    """Win probabilities as logits, clipped to [0.001, 0.999] (an exact win is 6.9)."""
+    p = np.clip(wins, 0.001, 0.999)
+    logits: np.ndarray = np.log(p / (1.0 - p))
+    return logits
+
+
 def mate_along(board: chess.Board, pv: list[chess.Move]) -> int | None:
     """UCI's `mate N` when the pv ends in checkmate: N > 0 the side to move mates in N moves,
     N < 0 it is mated."""
@@ -162,6 +175,19 @@ class TreeSearch:
         self.nodes = 0  # network evaluations of the current search
         self.walks = 0  # descents of the current search (a walk into a finished game costs
         # no evaluation: they are bounded too, or a solved tree would be walked forever)
+        self._node_seconds: float | None = None  # one evaluation's cost, batched (measured)
+
+    def node_seconds(self) -> float:
+        """What one network evaluation costs in a batch of `batch` leaves: measured once on a
+        middlegame position, then kept up to date by every call (a running mean), so the time
+        manager (engine/clock.py) knows what a clock can buy."""
+        if self._node_seconds is None:
+            board = chess.Board(_MEASURED_FEN)
+            self.scorer.score_many([board] * self.batch)  # warm: the first call allocates
+            started = time.perf_counter()
+            self.scorer.score_many([board] * self.batch)
+            self._node_seconds = (time.perf_counter() - started) / self.batch
+        return self._node_seconds
 
     # ----------------------------------------------------------------- the tree
 
@@ -192,6 +218,9 @@ class TreeSearch:
         started = time.perf_counter()
         scored = self.scorer.score_many([n.board for n in todo])
         self.call_seconds = time.perf_counter() - started
+        per_node = self.call_seconds / len(todo)
+        known = self._node_seconds
+        self._node_seconds = per_node if known is None else 0.9 * known + 0.1 * per_node
         for leaf, scores in zip(todo, scored, strict=True):
             leaf.moves = [s.move for s in scores]
             wins = np.array([s.win for s in scores], dtype=np.float64)
@@ -313,9 +342,30 @@ class TreeSearch:
             return True
         if limits.depth is not None and depth >= limits.depth:
             return True
-        if limits.seconds is None:
+        elapsed = time.perf_counter() - start
+        if limits.seconds is not None and elapsed + self.call_seconds >= limits.seconds:
+            return True
+        if limits.clock is None or self.root is None:
             return False
-        return time.perf_counter() - start + self.call_seconds >= limits.seconds
+        gap, lead = self.root_gap(self.root)
+        if elapsed + self.call_seconds >= limits.clock.allowed(gap):
+            return True
+        if limits.clock.fixed:
+            return False
+        return lead > limits.clock.nodes_left(elapsed, gap)  # the best move cannot be caught
+
+    def root_gap(self, node: Node) -> tuple[float, float]:
+        """How far the most visited move stands out: its value less the best other move's, in
+        logits of win probability (0.95 against 0.97 is as far as 0.50 against 0.63, so a won
+        position's moves are not all "close"), and its lead in visits over the next most
+        visited: what the time manager reads (engine/clock.py)."""
+        if len(node.moves) < 2:
+            return math.inf, math.inf
+        best = self.best_index(node)
+        logits = _logit(node.q())
+        others = np.delete(logits, best)
+        visits = np.sort(node.visits)
+        return float(logits[best] - others.max()), float(visits[-1] - visits[-2])
 
     def _info(self, start: float, seldepth: int) -> Info:
         assert self.root is not None

@@ -20,6 +20,7 @@ import chess
 
 from oneply.engine import __version__
 from oneply.engine.books import open_tablebase
+from oneply.engine.clock import MIN_SEARCH_NODES, search_time
 from oneply.engine.fallback import Fallback
 from oneply.engine.inference import MoveScore, Scorer
 from oneply.engine.model_file import BUNDLED_MODEL, ENV_VAR, ModelFileError, add_model_argument
@@ -399,14 +400,24 @@ class UciEngine:
         if self.tree is None or self.tree.scorer is not scorer:
             limit = int(self.option("SyzygyProbeLimit"))
             self.tree = TreeSearch(scorer, tablebase=self.tablebase, tablebase_pieces=limit)
-        deadline = self._deadline(limits, board.turn, start)
-        bounded = limits.infinite or limits.ponder or limits.depth or deadline is not None
+        budget_ms = limits.budget_ms(board.turn, int(self.option("Move Overhead")))
+        clock = search_time(
+            None if budget_ms is None else budget_ms - 1000 * (time.monotonic() - start),
+            self.tree.node_seconds(),
+            fixed=limits.movetime is not None,
+        )
+        if clock is None or board.legal_moves.count() == 1:  # nothing a search could buy
+            why = "one legal move" if clock else f"the clock buys under {MIN_SEARCH_NODES} nodes"
+            self.send(f"info string search skipped: {why}")
+            return scorer.score(board)
+        bounded = limits.infinite or limits.ponder or limits.depth or budget_ms is not None
         cap = int(self.option("SearchNodes"))  # a node cap per move as well (0: none)
         search_limits = Limits(
             nodes=limits.nodes or cap or (None if bounded else DEFAULT_SEARCH_NODES),
             depth=limits.depth,
-            seconds=None if deadline is None else max(0.0, deadline - time.monotonic()),
+            seconds=None if budget_ms is None else clock.limit,
             stop=self._stop,
+            clock=None if budget_ms is None or limits.infinite or limits.ponder else clock,
         )
         final, ranked = self.tree.rank(board, search_limits, lambda i: self.send(search_line(i)))
         self.send(search_line(final))
