@@ -37,6 +37,7 @@ from oneply.training.ablation_variants import (
     BASE_MODEL,
     BASE_PRESET,
     BASE_TRAIN,
+    ROUND_3,
     VARIANTS,
     Variant,
     supported,
@@ -342,11 +343,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--val-positions", type=int, default=2048)
     parser.add_argument("--puzzle-limit", type=int, help="dev puzzles, evenly spaced (all)")
     parser.add_argument("--preset", default=BASE_PRESET, help=f"base architecture ({BASE_PRESET})")
-    parser.add_argument("--only", help="comma-separated variant names (default: all)")
+    parser.add_argument(
+        "--only",
+        help="comma-separated variant names, or `round3` for issue 81's geometry, shape, "
+        "widening and size rows (default: all)",
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, help="torch and onnxruntime threads")
     parser.add_argument("--report", action="store_true", help="only print the table so far")
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
+
+
+def chosen_names(only: str) -> list[str]:
+    """``--only``'s names, ``round3`` standing for the rows of issue 81's table."""
+    names: list[str] = []
+    for name in only.split(","):
+        names += list(ROUND_3) if name == "round3" else [name]
+    return names
 
 
 def run(args: argparse.Namespace) -> int:
@@ -359,7 +372,7 @@ def run(args: argparse.Namespace) -> int:
         raise CommandError(f"no such data directory: {', '.join(missing)}")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    chosen = [variant_named(n) for n in args.only.split(",")] if args.only else list(VARIANTS)
+    chosen = [variant_named(n) for n in chosen_names(args.only)] if args.only else list(VARIANTS)
     for variant in [] if args.report else chosen:
         if (out / variant.name / "result.json").exists():
             continue

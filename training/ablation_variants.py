@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from oneply.engine.errors import CommandError
-from oneply.engine.features import GROUPS, V5_GROUPS
+from oneply.engine.features import ADOPTED_GROUPS, GROUPS, V5_GROUPS
 
 #: the architecture every variant starts from (--preset)
 BASE_PRESET = "small"
@@ -27,6 +27,18 @@ _MOBILITY_GROUPS = (
 def _facts(*groups: str) -> dict[str, Any]:
     """Model changes of a round-2 row: the view on, and the facts of these groups."""
     return {"mirror": True, "features": tuple(n for g in groups for n in GROUPS[g])}
+
+
+#: round 3 (issue 81) starts from v15's network: the adopted facts, the side-to-move view, the
+#: move features, 4 x 128 — and the campaign's training (its listwise ranking loss,
+#: training/campaign.RANK_WEIGHT)
+_V15: dict[str, Any] = _facts(*ADOPTED_GROUPS)
+_V15_TRAIN: dict[str, Any] = {"rank_weight": 1.0}
+#: every attention bias of engine/architecture.ATTENTION_FLAGS: the shape, widening and size
+#: rows carry them, so they compare against ``bias-all`` (4 x 128) and decide the network the
+#: new lineage is built with. Their sizes count the plain network; the bias tables add
+#: parameters that cost no multiply-adds (a table lookup and an add per score).
+_GEOMETRY: dict[str, Any] = {**_V15, "square_bias": True, "smolgen": True, "move_bias": True}
 
 
 @dataclass(frozen=True)
@@ -157,6 +169,76 @@ VARIANTS: tuple[Variant, ...] = (
         {**_facts(*V5_GROUPS), "predictor": "bc"},
         {"predictor": "bc"},
     ),
+    # round 3 (issue 81): geometry in attention, depth against width, the FFN widening and size,
+    # each row from scratch on v15's inputs and training (compare with --cpu-hours)
+    Variant("bias-none", "v15's network and training, no attention bias (1.39M)", _V15, _V15_TRAIN),
+    Variant(
+        "bias-square",
+        "bias-none + a learned bias per head over the 64 x 64 board square pairs",
+        {**_V15, "square_bias": True},
+        _V15_TRAIN,
+    ),
+    Variant(
+        "bias-smolgen",
+        "bias-none + a square-pair bias made from the position per head (smolgen)",
+        {**_V15, "smolgen": True},
+        _V15_TRAIN,
+    ),
+    Variant(
+        "bias-move",
+        "bias-none + the move token's bias towards the squares seen from its from/to-squares",
+        {**_V15, "move_bias": True},
+        _V15_TRAIN,
+    ),
+    Variant(
+        "bias-all",
+        "bias-none + square-pair, smolgen and move biases (4 x 128: the 1.4M size point)",
+        _GEOMETRY,
+        _V15_TRAIN,
+    ),
+    Variant(
+        "deep-8x96",
+        "bias-all at 8 layers x 96 wide (1.43M plain, as 4 x 128's 1.39M)",
+        {**_GEOMETRY, "layers": 8, "width": 96},
+        _V15_TRAIN,
+    ),
+    Variant(
+        "ffn-1x",
+        "bias-all with SwiGLU widening 1 (base 4): 0.80M plain",
+        {**_GEOMETRY, "widening": 1},
+        _V15_TRAIN,
+    ),
+    Variant(
+        "ffn-1x-wide",
+        "bias-all, widening 1 at 4 x 176 (1.36M plain: the parameters moved to the width)",
+        {**_GEOMETRY, "widening": 1, "width": 176},
+        _V15_TRAIN,
+    ),
+    Variant(
+        "size-3m",
+        "bias-all at 6 layers x 160, 5 heads (2.9M plain)",
+        {**_GEOMETRY, "layers": 6, "heads": 5, "width": 160},
+        _V15_TRAIN,
+    ),
+    Variant(
+        "size-6m",
+        "bias-all at 8 layers x 208, 4 heads (6.1M plain)",
+        {**_GEOMETRY, "layers": 8, "heads": 4, "width": 208},
+        _V15_TRAIN,
+    ),
+)
+#: the equal-CPU table of issue 81, in the order to run it (`--only` takes this list)
+ROUND_3: tuple[str, ...] = (
+    "bias-none",
+    "bias-square",
+    "bias-smolgen",
+    "bias-move",
+    "bias-all",
+    "deep-8x96",
+    "ffn-1x",
+    "ffn-1x-wide",
+    "size-3m",
+    "size-6m",
 )
 
 #: the base run's training settings (a variant overrides some)
