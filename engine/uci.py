@@ -28,7 +28,14 @@ from oneply.engine.policy import Decision, MovePolicy
 from oneply.engine.policy_config import BY_UCI, PolicyOptionError, UciValue
 from oneply.engine.search import Info, Limits, TreeSearch
 from oneply.engine.stockfish import find_stockfish
-from oneply.engine.uci_input import MAX_QUOTE, GoLimits, Option, UciError, clip
+from oneply.engine.uci_input import (
+    MAX_QUOTE,
+    GoLimits,
+    Option,
+    UciError,
+    clip,
+    legal_searchmoves,
+)
 from oneply.engine.values import wdl_permille, win_to_cp
 
 ENGINE_NAME = f"oneply {__version__}"
@@ -424,23 +431,10 @@ class UciEngine:
         return ranked
 
     def _searchmoves(self, board: chess.Board, moves: list[str]) -> set[chess.Move]:
-        """The legal moves among `go searchmoves …`; each one that is not legal here is
-        reported, and with none legal every move is considered (a `bestmove` is owed)."""
-        allowed = set()
-        for text in moves:
-            try:
-                move = chess.Move.from_uci(text)
-            except ValueError:
-                move = None
-            if move is not None and board.is_legal(move):
-                allowed.add(move)
-            else:
-                self.send(
-                    f"info string warning: searchmoves {clip(text, 40)} is not a legal "
-                    "move here: ignored"
-                )
-        if not allowed:
-            self.send("info string warning: no legal move in searchmoves: considering all moves")
+        """The legal moves among `go searchmoves …`, each warning sent."""
+        allowed, warnings = legal_searchmoves(board, moves)
+        for warning in warnings:
+            self.send(f"info string warning: {warning}")
         return allowed
 
     def _info_lines(

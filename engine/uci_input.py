@@ -163,3 +163,21 @@ class GoLimits:
             overhead_ms,
         )
         return budget
+
+
+def legal_searchmoves(board: chess.Board, moves: list[str]) -> tuple[set[chess.Move], list[str]]:
+    """The legal moves among `go searchmoves …` and a warning for each one that is not legal
+    here; with none legal, every move is considered (a `bestmove` is owed), said in a warning."""
+    allowed, warnings = set(), []
+    for text in moves:
+        try:
+            move: chess.Move | None = chess.Move.from_uci(text)
+        except ValueError:
+            move = None
+        if move is not None and board.is_legal(move):
+            allowed.add(move)
+        else:
+            warnings.append(f"searchmoves {clip(text, 40)} is not a legal move here: ignored")
+    if not allowed:
+        warnings.append("no legal move in searchmoves: considering all moves")
+    return allowed, warnings
