@@ -6,10 +6,10 @@ from __future__ import annotations
 import chess
 import pytest
 
-from oneply.arena.puzzles import DEV_PUZZLES, read_puzzles, solve_puzzles
+from oneply.arena.puzzles import solve_puzzles
 from oneply.engine.alphabeta import AlphaBeta, AlphaBetaScorer
 from oneply.engine.inference import Scorer
-from tests.engine.test_search import MATES_IN_TWO
+from tests.engine.test_search import mates_missed_by_v12
 
 
 @pytest.fixture(scope="module")
@@ -17,17 +17,13 @@ def bundled() -> Scorer:
     return Scorer(threads=1)
 
 
-def test_a_mate_in_two_the_one_pass_model_misses_is_found(bundled) -> None:
-    puzzles = [p for p in read_puzzles(DEV_PUZZLES) if p.id in MATES_IN_TWO]
-    missed = [
-        p
-        for p, ok in zip(puzzles, solve_puzzles(bundled, puzzles, 1, False), strict=True)
-        if not ok
-    ]
-    assert missed
-    # width 40: every move of these positions, so only depth decides
-    found = solve_puzzles(AlphaBetaScorer(bundled, 2000, width=40), missed[:2], 1, False)
-    assert all(found)
+def test_the_mates_in_two_v12_missed_in_one_pass_are_found(bundled) -> None:
+    """Width 40: every move of these positions, so the network's order prunes nothing. 300
+    nodes search one ply full width (41 calls; 2000 reached two plies, ~1190 calls, at ten
+    times the cost) and the mates are found: each reply is valued by the network's best answer
+    to it, where the one pass saw only the move's own value; the second move mates in one."""
+    puzzles = mates_missed_by_v12()
+    assert all(solve_puzzles(AlphaBetaScorer(bundled, 300, width=40), puzzles, 1, False))
 
 
 @pytest.mark.parametrize("nodes", [1, 7, 30])

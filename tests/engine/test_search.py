@@ -8,7 +8,7 @@ import chess
 import chess.engine
 import pytest
 
-from oneply.arena.puzzles import DEV_PUZZLES, read_puzzles, solve_puzzles
+from oneply.arena.puzzles import DEV_PUZZLES, Puzzle, read_puzzles, solve_puzzles
 from oneply.engine.books import open_tablebase
 from oneply.engine.inference import MoveScore, Scorer
 from oneply.engine.search import Limits, SearchScorer, TreeSearch, exact_value
@@ -22,6 +22,15 @@ MATES_IN_TWO = (
     *("0My1q", "1G8hs", "02O2z", "3fYJ4", "2AmTS", "0JCIA", "00eCY", "4CtW2", "0TNEM"),
     *("05VUp", "01czg", "0qxHF"),
 )
+#: the two that v12's one pass missed: the searches must find them whatever the model (a
+#: stronger model may find them in one pass too, so the tests do not ask the one pass to miss)
+MISSED_BY_V12 = MATES_IN_TWO[:2]
+
+
+def mates_missed_by_v12() -> list[Puzzle]:
+    puzzles = [p for p in read_puzzles(DEV_PUZZLES) if p.id in MISSED_BY_V12]
+    assert len(puzzles) == len(MISSED_BY_V12)
+    return puzzles
 
 
 @pytest.fixture(scope="module")
@@ -50,16 +59,16 @@ class SlowScorer:
         return scores
 
 
-def test_a_mate_in_two_the_one_pass_model_misses_is_found_with_search(bundled) -> None:
-    puzzles = [p for p in read_puzzles(DEV_PUZZLES) if p.id in MATES_IN_TWO]
-    assert len(puzzles) == len(MATES_IN_TWO)
-    missed = [
-        p
-        for p, ok in zip(puzzles, solve_puzzles(bundled, puzzles, 1, False), strict=True)
-        if not ok
-    ]
-    assert missed, "the one-pass model solves every fixture: pick harder mates in two"
-    assert all(solve_puzzles(SearchScorer(bundled, 300), missed[:2], batch=1, progress=False))
+def test_the_mates_in_two_v12_missed_in_one_pass_are_found_and_proven_with_search(
+    bundled,
+) -> None:
+    puzzles = mates_missed_by_v12()
+    assert all(solve_puzzles(SearchScorer(bundled, 300), puzzles, batch=1, progress=False))
+    for puzzle in puzzles:  # found as a mate (exact values), not by the network's guess
+        board = chess.Board(puzzle.fen)
+        board.push_uci(puzzle.moves[0])
+        info = TreeSearch(bundled).search(board, Limits(nodes=300))
+        assert info.pv[0].uci() == puzzle.moves[1] and info.mate == 2
 
 
 def test_exact_values_for_finished_games() -> None:
