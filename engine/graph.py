@@ -20,6 +20,9 @@ alone, [BOS, 77 state tokens] with full attention, and apply the head to the las
 side to move; ``bc`` gives ``log_probs`` [B, N], the log-softmax over the given moves of the
 head's logits for their ids (padded slots get nothing). Neither has a layout: both build the
 same graph.
+
+The attention biases of the board's geometry (config ``square_bias``, ``smolgen``,
+``move_bias``; format version 6) are added to the scores by engine/attention_bias.py.
 """
 
 from __future__ import annotations
