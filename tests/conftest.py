@@ -8,10 +8,34 @@ from pathlib import Path
 import pytest
 
 from oneply.engine.stockfish import find_stockfish
+from tests.tiers import ENGINE_PROCESS_FIXTURES, SLOW
 
 REPO = Path(__file__).resolve().parent.parent
 ENGINE_CMD = [sys.executable, "-m", "oneply.engine"]
 POSITION_218 = "3Q4/1Q4Q1/4Q3/2Q4R/Q4Q2/3Q4/1Q4Rp/1K1BBNNk w - - 0 1"
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m` deselects by marks
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark the slow tier (tests/tiers.py) `slow`; where whole modules were collected, an
+    entry that names none of their tests is an error."""
+    entries = {entry: reason for reason, names in SLOW.items() for entry in names}
+    used: set[str] = set()
+    for item in items:
+        test = item.nodeid.split("[")[0]
+        module = test.split("::")[0]
+        named = [e for e in (test, module) if e in entries]
+        used.update(named)
+        if named or ENGINE_PROCESS_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)
+    if config.option.keyword or any("::" in arg for arg in config.args):
+        return  # only some tests of a module were asked for
+    collected = {item.nodeid.split("::")[0] for item in items}
+    stale = sorted(e for e in entries if e.split("::")[0] in collected and e not in used)
+    if stale:
+        raise pytest.UsageError(
+            "tests/tiers.py names tests that were not collected: " + ", ".join(stale)
+        )
 
 
 def stockfish_path() -> str:
