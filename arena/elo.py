@@ -39,7 +39,7 @@ def score_to_elo(score: float) -> float:
 
 def elo_to_score(elo: float) -> float:
     """Expected score of a player ``elo`` points stronger than the opponent."""
-    return 1.0 / (1.0 + 10.0 ** (-elo / 400.0))
+    return float(1.0 / (1.0 + 10.0 ** (-elo / 400.0)))
 
 
 def _phi(x: float) -> float:

@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import time
 from dataclasses import dataclass
-from typing import Any
 
 import chess
 import chess.engine
@@ -57,7 +56,9 @@ def rules_outcome(board: chess.Board) -> GameOver | None:
     return None
 
 
-def tablebase_outcome(board: chess.Board, tablebase: Any) -> GameOver | None:
+def tablebase_outcome(
+    board: chess.Board, tablebase: chess.syzygy.Tablebase | None
+) -> GameOver | None:
     """Adjudicate from Syzygy WDL (cursed wins / blessed losses are draws by the 50-move rule)."""
     if tablebase is None or board.castling_rights or chess.popcount(board.occupied) > 7:
         return None
@@ -138,7 +139,7 @@ class GameRunner:
         white: EngineProcess,
         black: EngineProcess,
         adjudicator: Adjudicator,
-        tablebase: Any,
+        tablebase: chess.syzygy.Tablebase | None,
     ) -> None:
         self.s, self.job = settings, job
         self.engines = {chess.WHITE: white, chess.BLACK: black}

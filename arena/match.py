@@ -209,23 +209,18 @@ def engine_spec(
     return replace(spec, options=spec.options + tuple(options), name=name or spec.name)
 
 
+def side_spec(args: argparse.Namespace, side: str) -> EngineSpec:
+    """Engine `side` ("a" or "b") of the match: --engine-a, --option-a, --nodes-a, --name-a."""
+    options = args.option + getattr(args, f"option_{side}")
+    tc = time_control(args, getattr(args, f"nodes_{side}"))
+    return engine_spec(
+        getattr(args, f"engine_{side}"), options, tc, getattr(args, f"name_{side}"), args.seed
+    )
+
+
 def settings_from_args(args: argparse.Namespace) -> MatchSettings:
-    a = engine_spec(
-        args.engine_a,
-        args.option + args.option_a,
-        time_control(args, args.nodes_a),
-        args.name_a,
-        args.seed,
-    )
-    b = engine_spec(
-        args.engine_b,
-        args.option + args.option_b,
-        time_control(args, args.nodes_b),
-        args.name_b,
-        args.seed,
-    )
-    settings = common_settings(args, a, b, args.games)
-    settings.sprt = tuple(args.sprt) if args.sprt else None  # type: ignore[assignment]
+    settings = common_settings(args, side_spec(args, "a"), side_spec(args, "b"), args.games)
+    settings.sprt = tuple(args.sprt) if args.sprt else None
     settings.event = args.event
     return settings
 

@@ -38,6 +38,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 import chess
 import chess.engine
@@ -56,7 +57,7 @@ from oneply.engine.values import cp_to_win, quantise
 MATE_CP = 100_000
 
 #: name → PolicyConfig overrides (sampling is always off, see the module docstring)
-CONFIGS: dict[str, dict] = {
+CONFIGS: dict[str, dict[str, Any]] = {
     "all-rules": {},
     "no-fallback": {"mate_fallback": False},
     # the fallback's threshold (all-rules: the default, 0.9): a trained model rarely scores
@@ -178,7 +179,7 @@ class GameResult:
     config: str
     outcome: str  # "mate", "draw-<termination>", "lost", "unfinished"
     engine_moves: int
-    rules: dict = field(default_factory=dict)
+    rules: dict[str, Any] = field(default_factory=dict[str, Any])
     seconds: float = 0.0
 
 
@@ -229,7 +230,7 @@ def play_out(
     )
 
 
-def _run_games(job: tuple) -> list[GameResult]:
+def _run_games(job: tuple[Any, ...]) -> list[GameResult]:
     """Worker: every configuration on a share of the positions (own Stockfish processes).
 
     Each position is played under every configuration before the next one, and each game is
@@ -265,7 +266,7 @@ def load_games(path: Path) -> list[GameResult]:
     return [GameResult(**json.loads(line)) for line in path.read_text().splitlines() if line]
 
 
-def summarise(results: list[GameResult]) -> dict[str, dict]:
+def summarise(results: list[GameResult]) -> dict[str, dict[str, Any]]:
     """Per configuration: games, conversion share, mean/median moves to mate, outcomes."""
     summary = {}
     for name in dict.fromkeys(r.config for r in results):
@@ -286,7 +287,7 @@ def summarise(results: list[GameResult]) -> dict[str, dict]:
     return summary
 
 
-def markdown(summary: dict[str, dict]) -> str:
+def markdown(summary: dict[str, dict[str, Any]]) -> str:
     lines = [
         "| config | games | converted | mean moves to mate | median | outcomes |",
         "|---|---|---|---|---|---|",
@@ -332,7 +333,7 @@ class _Memoised:
 
 def puzzle_accuracy(
     path: Path, scorer_kind: str, model: str | None, configs: list[str], seed: int = 1
-) -> dict[str, dict]:
+) -> dict[str, dict[str, Any]]:
     """Share of puzzles solved per configuration, overall and on mate-themed puzzles, by the
     puzzle rules of `oneply eval` (arena/puzzles.py: every engine move must match; a mate
     counts)."""

@@ -16,7 +16,7 @@ import csv
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import chess
 import numpy as np
@@ -153,7 +153,7 @@ def band_name(low: int, high: int) -> str:
     return f"≥{low}" if high >= 10_000 else f"{low}-{high - 1}"
 
 
-def puzzle_report(puzzles: list[Puzzle], solved: list[bool]) -> dict:
+def puzzle_report(puzzles: list[Puzzle], solved: list[bool]) -> dict[str, Any]:
     """Overall and per-rating-band accuracy."""
     bands = {}
     for low, high in BANDS:
@@ -166,7 +166,7 @@ def puzzle_report(puzzles: list[Puzzle], solved: list[bool]) -> dict:
     return {"count": len(puzzles), "accuracy": sum(solved) / max(1, len(solved)), "bands": bands}
 
 
-def evaluate_puzzles(scorer: MoveScorer, path: Path, limit: int | None = None) -> dict:
+def evaluate_puzzles(scorer: MoveScorer, path: Path, limit: int | None = None) -> dict[str, Any]:
     """The report of ``oneply eval`` for one puzzle file."""
     puzzles = read_puzzles(path, limit)
     return {"file": str(path), **puzzle_report(puzzles, solve_puzzles(scorer, puzzles))}

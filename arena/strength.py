@@ -51,7 +51,8 @@ from oneply.arena.puzzles import (
 from oneply.arena.registry import SUITE, builtin_spec
 from oneply.arena.runner import run_match
 from oneply.arena.settings import EngineSpec, TimeControl
-from oneply.arena.suite_result import OpponentResult, SuiteResult, combined_rating, portable_path
+from oneply.arena.suite_result import OpponentResult, combined_rating, portable_path
+from oneply.arena.suite_result import SuiteResult as SuiteResult  # strength.SuiteResult: ablate
 from oneply.engine.errors import CommandError
 from oneply.engine.stockfish import LOOKUP_TEXT, StockfishNotFound, require_stockfish
 

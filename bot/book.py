@@ -19,7 +19,6 @@ from __future__ import annotations
 import logging
 import random
 from dataclasses import dataclass
-from typing import Any
 
 import chess
 import chess.polyglot
@@ -46,14 +45,16 @@ class BookAndTables:
         self.syzygy = config.syzygy
         self.rng = rng or random.Random()
         self.books: list[chess.polyglot.MemoryMappedReader] = []
-        self.tablebase: Any = None
+        self.tablebase: chess.syzygy.Tablebase | None = None
         if self.polyglot.enabled:
             self.books = [chess.polyglot.open_reader(path) for path in self.polyglot.book]
         if self.syzygy.enabled:
             first, *others = self.syzygy.paths
-            self.tablebase = open_tablebase(first)
+            tables = open_tablebase(first)
             for path in others:
-                self.tablebase.add_directory(path)
+                if tables is not None:
+                    tables.add_directory(path)
+            self.tablebase = tables
 
     def describe(self) -> str:
         parts = []

@@ -15,7 +15,6 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import chess
 import chess.pgn
@@ -28,6 +27,7 @@ from oneply.bot.chat import Activity, ChatContext, Conversation
 from oneply.bot.config import BotConfig
 from oneply.bot.config_checks import MAX_CHAT
 from oneply.bot.lichess import Lichess, RateLimited, is_transient, status_of
+from oneply.bot.payloads import ChatLine, Clock, GameFull, GameState, Player
 from oneply.engine.clock import MAX_THINK_MS, MeasuredOverhead, search_time, think_budget_ms
 from oneply.engine.fallback import Fallback
 from oneply.engine.files import write_atomic
@@ -45,7 +45,7 @@ class Resync(Exception):
     """The server rejected a move: reconnect the game stream and play from its state."""
 
 
-def millis(value: Any) -> int | None:
+def millis(value: Clock | None) -> int | None:
     """Clock values: int ms (gameFull.state), timedelta (berserk's gameState), or absent."""
     if value is None:
         return None
@@ -112,8 +112,8 @@ class Game:
         self.color: chess.Color = chess.WHITE
         self.initial_fen = chess.STARTING_FEN
         self.board = chess.Board()
-        self.full: dict[str, Any] = {}
-        self.state: dict[str, Any] = {}
+        self.full: GameFull = {}
+        self.state: GameState = {}
         self.status = "created"
         self.winner: str | None = None
         self.moved_at_ply: int | None = None
@@ -133,8 +133,9 @@ class Game:
         return self.status not in RUNNING
 
     @property
-    def opponent(self) -> dict[str, Any]:
-        return self.full.get("black" if self.color == chess.WHITE else "white") or {}
+    def opponent(self) -> Player:
+        opponent = self.full.get("black") if self.color == chess.WHITE else self.full.get("white")
+        return opponent or Player()
 
     # -- the stream loop ------------------------------------------------------------------
 
@@ -185,7 +186,7 @@ class Game:
             kind = event.get("type")
             if kind == "gameFull":
                 self._on_full(event)
-                self._on_state(event.get("state") or {}, policy)
+                self._on_state(event.get("state") or GameState(), policy)
             elif kind == "gameState":
                 self._on_state(event, policy)
             elif kind == "chatLine":
@@ -198,10 +199,10 @@ class Game:
             log.warning("event=game_stream_ended game=%s", self.id)
             raise ConnectionError("game stream ended before the game did")
 
-    def _on_full(self, full: dict[str, Any]) -> None:
+    def _on_full(self, full: GameFull) -> None:
         self.full = full
         me = self.s.lichess.username.lower()
-        white = (full.get("white") or {}).get("id", "")
+        white = (full.get("white") or Player()).get("id", "")
         self.color = chess.WHITE if str(white).lower() == me else chess.BLACK
         fen = full.get("initialFen") or "startpos"
         self.initial_fen = chess.STARTING_FEN if fen == "startpos" else fen
@@ -210,7 +211,7 @@ class Game:
             self._say(self.s.config.greeting.hello, self.s.config.greeting.hello_spectators)
             self._start_abort_timer()
 
-    def _on_state(self, state: dict[str, Any], policy: MovePolicy) -> None:
+    def _on_state(self, state: GameState, policy: MovePolicy) -> None:
         self.state = state
         self.status = state.get("status", "started")
         self.winner = state.get("winner")
@@ -227,8 +228,9 @@ class Game:
     # -- moving ---------------------------------------------------------------------------
 
     def _clock(self) -> tuple[int | None, int | None]:
-        side = "w" if self.color == chess.WHITE else "b"
-        return millis(self.state.get(f"{side}time")), millis(self.state.get(f"{side}inc"))
+        if self.color == chess.WHITE:
+            return millis(self.state.get("wtime")), millis(self.state.get("winc"))
+        return millis(self.state.get("btime")), millis(self.state.get("binc"))
 
     def choose(
         self, policy: MovePolicy, board: chess.Board, budget: float
@@ -342,9 +344,9 @@ class Game:
     def _answer_draw_offer(self) -> None:
         """Accept the opponent's draw offer when config.yml's draw rule says so."""
         rules = self.s.config.draw
-        offer_key = "bdraw" if self.color == chess.WHITE else "wdraw"
+        offered = self.state.get("bdraw" if self.color == chess.WHITE else "wdraw")
         ply = self.board.ply()
-        if not self.state.get(offer_key) or self.draw_answered_ply == ply:
+        if not offered or self.draw_answered_ply == ply:
             return
         self.draw_answered_ply = ply
         won_enough = self.last_win is not None and self.last_win > rules.max_win
@@ -387,7 +389,7 @@ class Game:
         except Exception as error:
             log.warning("event=abort_failed game=%s error=%r", self.id, error)
 
-    def _on_chat(self, line: dict[str, Any]) -> None:
+    def _on_chat(self, line: ChatLine) -> None:
         """A chat line: logged, and answered when it is a command (bot/chat.py)."""
         room, user = str(line.get("room", "player")), str(line.get("username", ""))
         log.info("event=chat game=%s room=%s user=%s", self.id, room, user)
@@ -449,7 +451,7 @@ class Game:
 
     def to_pgn(self, result: str) -> chess.pgn.Game:
         game = chess.pgn.Game.from_board(self.board)
-        white, black = self.full.get("white") or {}, self.full.get("black") or {}
+        white, black = self.full.get("white") or Player(), self.full.get("black") or Player()
         rated = "Rated" if self.full.get("rated") else "Casual"
         game.headers.update(
             {

@@ -25,7 +25,7 @@ import requests.adapters
 from berserk.exceptions import ApiError, ResponseError
 
 from oneply.bot.config import BotConfig
-from oneply.bot.payloads import Account, Event
+from oneply.bot.payloads import Account, Event, GameEvent
 
 log = logging.getLogger("oneply.bot")
 # berserk logs request bodies at DEBUG; /api/token/test sends the token in the body.
@@ -291,8 +291,10 @@ class Lichess:
         events = cast(Callable[[], Iterator[Event]], self.client.bots.stream_incoming_events)
         return self._stream("event_stream", events)
 
-    def stream_game(self, game_id: str) -> Iterator[dict[str, Any]]:
-        return self._stream("game_stream", self.client.bots.stream_game_state, game_id)
+    def stream_game(self, game_id: str) -> Iterator[GameEvent]:
+        """The game's lines (gameFull first, then gameState, chatLine, opponentGone)."""
+        lines = cast(Callable[[str], Iterator[GameEvent]], self.client.bots.stream_game_state)
+        return self._stream("game_stream", lines, game_id)
 
     def ongoing_games(self) -> list[dict[str, Any]]:
         return self.retrying("playing", self.client.games.get_ongoing, 50)

@@ -8,6 +8,7 @@ declines what it cannot read).
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import Any, TypedDict
 
 
@@ -59,5 +60,50 @@ class Account(TypedDict, total=False):
     perfs: dict[str, Any]  # speed -> {"rating": ..., "games": ...}
 
 
-#: gameFull / gameState / chatLine lines of a game stream (read with .get throughout)
-GameEvent = dict[str, Any]
+#: a clock as it arrives: int milliseconds (gameFull's state) or, through berserk, a timedelta
+Clock = int | dt.timedelta
+
+
+class GameState(TypedDict, total=False):
+    """A gameState line of /api/bot/game/stream, and the ``state`` of a gameFull."""
+
+    type: str  # gameState
+    moves: str  # every move so far, UCI, space-separated
+    wtime: Clock
+    btime: Clock
+    winc: Clock
+    binc: Clock
+    status: str  # started, mate, resign, ... (bot/game.py RUNNING)
+    winner: str  # white | black
+    wdraw: bool  # white offers a draw
+    bdraw: bool
+
+
+class GameFull(TypedDict, total=False):
+    """The first line of a game stream (and of each reconnection): the game as it stands."""
+
+    type: str  # gameFull
+    id: str
+    white: Player
+    black: Player
+    initialFen: str  # a FEN, or "startpos"
+    rated: bool
+    speed: str
+    state: GameState
+
+
+class ChatLine(TypedDict, total=False):
+    """A chatLine of a game stream."""
+
+    type: str  # chatLine
+    room: str  # player | spectator
+    username: str
+    text: str
+
+
+class GameEvent(GameFull, GameState, ChatLine, total=False):
+    """A line of a game stream: gameFull, gameState, chatLine or opponentGone, by ``type``
+    (each kind has only its own keys)."""
+
+    gone: bool  # opponentGone: whether the opponent left
+    claimWinInSeconds: int

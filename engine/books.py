@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import random
-from typing import Any
 
 import chess
 import chess.polyglot
@@ -33,7 +32,7 @@ def weighted_walk(
         board.push(rng.choices(entries, weights)[0].move)
 
 
-def open_tablebase(path: str | None) -> Any:
+def open_tablebase(path: str | None) -> chess.syzygy.Tablebase | None:
     """The Syzygy tables in ``path`` (python-chess's prober; ``path`` may hold several
     directories separated by ``os.pathsep``, as Stockfish's SyzygyPath), or None without a
     path. A directory that does not exist raises FileNotFoundError."""
@@ -49,7 +48,9 @@ def open_tablebase(path: str | None) -> Any:
     return tables
 
 
-def tablebase_value(tables: Any, board: chess.Board, max_pieces: int) -> float | None:
+def tablebase_value(
+    tables: chess.syzygy.Tablebase | None, board: chess.Board, max_pieces: int
+) -> float | None:
     """The tables' verdict on ``board`` as a win probability for the side to move (1 won,
     0.5 drawn — cursed wins and blessed losses too, as the fifty-move rule makes them —,
     0 lost), or None when the tables do not cover it (castling rights, more than

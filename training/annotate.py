@@ -32,11 +32,12 @@ import hashlib
 import json
 import os
 import shutil
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from multiprocessing.pool import AsyncResult
 from pathlib import Path
+from typing import Any
 
 import chess
 import chess.engine
@@ -44,7 +45,6 @@ import numpy as np
 from tqdm import tqdm
 
 from oneply.arena.puzzles import DEV_PUZZLES
-from oneply.engine.errors import CommandError
 from oneply.engine.files import write_json_atomic
 from oneply.engine.moves import MOVE_INDEX
 from oneply.engine.stockfish import StockfishStartError
@@ -55,7 +55,7 @@ from oneply.training.scored_games import GameSettings, Record
 from oneply.training.shard_publish import write_shard
 from oneply.training.sources import DEFAULT_DEPTH, add_scoring_arguments
 from oneply.training.stockfish_scorer import StockfishScorer
-from oneply.training.workers import sigterm_as_interrupt, worker_pool
+from oneply.training.workers import run_interruptible, worker_pool
 
 
 class AnnotateError(RuntimeError):
@@ -74,7 +74,7 @@ class Settings:
     def limit(self) -> chess.engine.Limit:
         return chess.engine.Limit(depth=self.depth, nodes=self.nodes)
 
-    def limit_dict(self) -> dict:
+    def limit_dict(self) -> dict[str, Any]:
         return {"depth": self.depth} if self.depth is not None else {"nodes": self.nodes}
 
 
@@ -132,7 +132,7 @@ def chunk_boards(chunk: Chunk) -> list[chess.Board]:
 
 def write_chunk(
     out: Path, chunk: Chunk, settings: Settings, stockfish: str, records: list[Record]
-) -> dict:
+) -> dict[str, Any]:
     """A chunk's scored positions as its v1 shard (a chunk is written whole, atomically);
     returns the manifest entry."""
     skipped = len(chunk.lines) - len(records)
@@ -156,7 +156,7 @@ def write_chunk(
     return {**entry, "chunk": chunk.index, "skipped": skipped}
 
 
-def finished_entry(out: Path, chunk: Chunk, settings: Settings) -> dict | None:
+def finished_entry(out: Path, chunk: Chunk, settings: Settings) -> dict[str, Any] | None:
     """The manifest entry of a chunk already annotated with these settings, else None.
 
     A shard that exists but does not validate (cannot happen with atomic writes, short of
@@ -192,20 +192,20 @@ def finished_entry(out: Path, chunk: Chunk, settings: Settings) -> dict | None:
 
 def annotate_chunks(
     chunks: list[Chunk], settings: Settings, stockfish: str, out: Path, workers: int, bar: tqdm
-) -> list[dict]:
+) -> list[dict[str, Any]]:
     """Score the chunks in the sources' worker pool (training/score_workers.py: the same
     Stockfish scorer, one fresh game per position), two chunks per worker in flight, and
     write each chunk's shard as soon as it is scored, so an interrupted run keeps every
     finished chunk."""
     game = GameSettings(depth=settings.depth, nodes=settings.nodes)
-    initargs: tuple = (game, settings.stockfish, [], [], os.getpid())
+    initargs: tuple[object, ...] = (game, settings.stockfish, [], [], os.getpid())
     report = _bar_updater(bar)
-    entries: list[dict] = []
+    entries: list[dict[str, Any]] = []
     if not chunks:
         return entries
     todo = iter(chunks)
     with worker_pool(workers, init_worker, initargs, start_method="fork") as pool:
-        pending: list = []
+        pending: list[tuple[Chunk, AsyncResult[list[Record]]]] = []
         while True:
             while len(pending) < 2 * workers and (chunk := next(todo, None)) is not None:
                 fens = [board.fen() for board in chunk_boards(chunk)]
@@ -240,7 +240,7 @@ def _bar_updater(bar: tqdm) -> Callable[[int, int], None]:
 # --------------------------------------------------------------------------- manifest
 
 
-def write_manifest(out: Path, header: dict, total_chunks: int) -> dict:
+def write_manifest(out: Path, header: dict[str, Any], total_chunks: int) -> dict[str, Any]:
     """Rewrite DIR/manifest.json atomically from the shards that are in DIR now.
 
     Listing what is on disk (not what this run did) keeps the manifest right after a resume
@@ -264,11 +264,12 @@ def write_manifest(out: Path, header: dict, total_chunks: int) -> dict:
     return manifest
 
 
-def _generator_settings(positions: Path) -> dict | None:
+def _generator_settings(positions: Path) -> dict[str, Any] | None:
     """The positions manifest (seed, books, mix) if `oneply train positions` wrote one."""
     file = positions.with_name(positions.name + ".manifest.json")
     try:
-        return json.loads(file.read_text())
+        manifest: dict[str, Any] = json.loads(file.read_text())
+        return manifest
     except (OSError, ValueError):
         return None
 
@@ -296,14 +297,9 @@ def run(args: argparse.Namespace) -> int:
         from oneply.training import pgn_annotate
 
         return pgn_annotate.run_as("annotate", args)
-    try:
-        with sigterm_as_interrupt():
-            return _run(args)
-    except (AnnotateError, StockfishStartError) as error:
-        raise CommandError(f"oneply train annotate: error: {error}", exit_code=2) from None
-    except KeyboardInterrupt:
-        print("\ninterrupted: finished chunks are kept; rerun to resume", file=sys.stderr)
-        return 130
+    errors = (AnnotateError, StockfishStartError)
+    resume = "finished chunks are kept; rerun to resume"
+    return run_interruptible("annotate", lambda: _run(args), errors, resume)
 
 
 def _run(args: argparse.Namespace) -> int:

@@ -26,7 +26,7 @@ from oneply.training.data_feed import DataFeed
 PREFETCH = 4
 
 
-class StepBatches(Dataset):
+class StepBatches(Dataset[Batch]):
     """Item `step` is the batch the feed gives for that training step."""
 
     def __init__(self, feed: DataFeed, facts: Wanted):
@@ -68,7 +68,7 @@ class BatchLoader:
         loader = DataLoader(
             StepBatches(self.feed, self.facts),
             batch_size=None,  # items are whole batches already
-            sampler=count(step),  # type: ignore[arg-type]  # any iterable of indices will do
+            sampler=count(step),  # any iterable of indices will do
             num_workers=self.workers,
             prefetch_factor=PREFETCH,
             worker_init_fn=_one_thread,

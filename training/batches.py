@@ -35,13 +35,13 @@ class Batch:
     def to(self, device: torch.device) -> Batch:
         """On `device`; to a GPU through pinned memory, so the copy is truly asynchronous."""
         if device.type != "cuda":
-            return Batch(*(_map(t, lambda x: x.to(device)) for t in asdict_shallow(self)))
-        return Batch(
-            *(
-                _map(t, lambda x: x.pin_memory().to(device, non_blocking=True))
-                for t in asdict_shallow(self)
-            )
-        )
+            return self._moved(lambda x: x.to(device))
+        return self._moved(lambda x: x.pin_memory().to(device, non_blocking=True))
+
+    def _moved(self, move: Callable[[torch.Tensor], torch.Tensor]) -> Batch:
+        """Every tensor through `move` (the absent facts stay absent)."""
+        moved = (move(self.states), move(self.moves), move(self.wins), move(self.mask))
+        return Batch(*moved, _map(self.square_facts, move), _map(self.move_facts, move))
 
     def split(self, size: int) -> list[Batch]:
         count = -(-len(self.states) // size)
@@ -49,7 +49,9 @@ class Batch:
         return [Batch(*part) for part in zip(*columns, strict=True)]
 
 
-def _map(tensor: torch.Tensor | None, move: Callable[[torch.Tensor], torch.Tensor]):
+def _map(
+    tensor: torch.Tensor | None, move: Callable[[torch.Tensor], torch.Tensor]
+) -> torch.Tensor | None:
     return None if tensor is None else move(tensor)
 
 
@@ -87,8 +89,15 @@ class BatchOrder:
     """
 
     def __init__(
-        self, lengths: np.ndarray, batch: int, bucket: int, seed: int, rank=0, world=1, stream=0
-    ):
+        self,
+        lengths: np.ndarray,
+        batch: int,
+        bucket: int,
+        seed: int,
+        rank: int = 0,
+        world: int = 1,
+        stream: int = 0,
+    ) -> None:
         self.lengths, self.batch, self.bucket = lengths, batch, max(1, bucket)
         self.seed, self.rank, self.world = seed, rank, world
         #: random stream: 0 for a run's first data segment, i for its i-th (--follow)
@@ -125,7 +134,8 @@ class BatchOrder:
     def indices(self, step: int) -> np.ndarray:
         epoch, index = self.position(step)
         global_batch = self.epoch_batches(epoch)[index]
-        return global_batch[self.rank :: self.world]
+        mine: np.ndarray = global_batch[self.rank :: self.world]
+        return mine
 
 
 def training_indices(dataset: AnnotatedDataset, excluded: set[bytes]) -> np.ndarray:

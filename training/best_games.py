@@ -30,6 +30,8 @@ of position values.
 
 from __future__ import annotations
 
+import random
+
 import chess
 import numpy as np
 
@@ -71,7 +73,7 @@ class BestGamePlayer(GamePlayer):
         self.engine.score_best(board, self.settings.limit())
 
     def policy_move(
-        self, moves: list[chess.Move], wins: np.ndarray, temperature: float, rng
+        self, moves: list[chess.Move], wins: np.ndarray, temperature: float, rng: random.Random
     ) -> chess.Move:
         """Stockfish's best move (the one scored slot), or with the game's mistake
         probability a uniformly random one (the module docstring's rule)."""

@@ -34,9 +34,12 @@ from pathlib import Path
 from typing import Any
 
 from oneply.engine.errors import CommandError
-from oneply.engine.features import GROUPS
 from oneply.engine.model_file import REPO_ROOT
 from oneply.training import campaign_rating
+from oneply.training.campaign_config import LEDGER_DIR as LEDGER_DIR  # the ledger's home
+from oneply.training.campaign_config import MAX_PASSES as MAX_PASSES
+from oneply.training.campaign_config import WEIGHTS_DIR as WEIGHTS_DIR
+from oneply.training.campaign_config import CampaignConfig
 from oneply.training.campaign_curve import (
     FIRST_LINEAGE,
     cumulative,
@@ -64,10 +67,8 @@ from oneply.training.campaign_guards import (
     row_name,
 )
 from oneply.training.dataset import find_shards
+from oneply.training.options import add_options, from_args
 
-LEDGER_DIR = REPO_ROOT / "models" / "campaign"
-#: where `save` writes the session's weights: a working file, not a committed one
-WEIGHTS_DIR = REPO_ROOT / "runs" / "campaign-latest"
 LATEST = "latest.onnx"
 LEDGER = "ledger.json"
 PLOT = "campaign.png"
@@ -75,9 +76,6 @@ BUNDLED = REPO_ROOT / "models" / "oneply-small.onnx"
 #: the listwise ranking loss beside HL-Gauss: it won every measure of the 500k-position table
 #: (docs/studies/table-500k.md), so the campaign trains with it
 RANK_WEIGHT = 1.0
-#: how often a session's trainer may read its fresh positions: more passes fit them and lose on
-#: held-out ones (docs/studies/2026-11-27g.md); it waits for the labeller instead
-MAX_PASSES = 2.0
 
 
 #: how much the trainers yield to a single labelling worker (nice, and Linux's autogroup nice):
@@ -126,76 +124,76 @@ def _launch(command: list[str], log: Path, niceness: int = 0) -> int:
     return process.pid
 
 
-def latest_weights(args: argparse.Namespace) -> Path:
+def latest_weights(config: CampaignConfig) -> Path:
     """What a session warm-starts from: this machine's last saved weights (`--weights`), else
     the campaign's published candidate (in the ledger's folder), else the bundled model."""
-    for folder in (Path(args.weights), Path(args.ledger)):
+    for folder in (Path(config.weights), Path(config.ledger)):
         if (folder / LATEST).is_file():
             return folder / LATEST
     return BUNDLED
 
 
-def start_commands(args: argparse.Namespace) -> dict[str, list[str]]:
+def start_commands(config: CampaignConfig) -> dict[str, list[str]]:
     """The generate and fit command lines of a session (what `start` launches)."""
     oneply = [sys.executable, "-m", "oneply.engine"]
-    init = latest_weights(args)
-    if args.init is not None:  # a new lineage (e.g. from a newly bundled model)
-        init = Path(args.init)
-    seed = args.seed if args.seed is not None else int(datetime.date.today().strftime("%Y%m%d"))
-    generate = oneply + ["train", "generate", "--out", args.data, "--count", str(args.count)]
-    generate += ["--depth", str(args.depth), "--workers", "1", "--seed", str(seed)]
+    init = latest_weights(config)
+    if config.init is not None:  # a new lineage (e.g. from a newly bundled model)
+        init = Path(config.init)
+    seed = config.seed if config.seed is not None else int(datetime.date.today().strftime("%Y%m%d"))
+    generate = oneply + ["train", "generate", "--out", config.data, "--count", str(config.count)]
+    generate += ["--depth", str(config.depth), "--workers", "1", "--seed", str(seed)]
     generate += ["--bench-sample", "0"]
-    fresh = [] if args.no_generate and not Path(args.data).is_dir() else [args.data]
-    fit = oneply + ["train", "fit", *fresh, *args.stock, "--follow", "--out", args.out]
-    if args.facts:  # read more facts than the source: the new rows start at zero, lineage goes on
-        fit += ["--facts", *args.facts]
-    fit += ["--init", str(init), "--steps", str(args.steps), "--batch", str(args.batch)]
-    fit += ["--lr", str(args.lr), "--warmup", "100", "--threads", "1", "--eval-every", "500"]
+    fresh = [] if config.no_generate and not Path(config.data).is_dir() else [config.data]
+    fit = oneply + ["train", "fit", *fresh, *config.stock, "--follow", "--out", config.out]
+    if config.facts:  # read more facts than the source: the new rows start at zero, lineage goes on
+        fit += ["--facts", *config.facts]
+    fit += ["--init", str(init), "--steps", str(config.steps), "--batch", str(config.batch)]
+    fit += ["--lr", str(config.lr), "--warmup", "100", "--threads", "1", "--eval-every", "500"]
     fit += ["--checkpoint-every", "200", "--quiet", "--compile"]  # ~15% less CPU per step
-    fit += ["--rank-weight", str(RANK_WEIGHT), "--max-passes", str(args.max_passes)]
-    if args.hours:  # anneal when the session ends, whatever this machine's pace
-        fit += ["--hours", str(args.hours)]
+    fit += ["--rank-weight", str(RANK_WEIGHT), "--max-passes", str(config.max_passes)]
+    if config.hours:  # anneal when the session ends, whatever this machine's pace
+        fit += ["--hours", str(config.hours)]
     commands = {"generate": generate, "fit": fit}
-    own_generate = fork_generate_arguments(args)
+    own_generate = fork_generate_arguments(config)
     if own_generate:  # the fork's labels are the change: the same seed, other generate settings
-        own = str(fork_dir(args.data))
+        own = str(fork_dir(config.data))
         commands["fork-generate"] = with_arguments(with_value(generate, "--out", own), own_generate)
-        extra = fork_arguments(args.fork or "", own_data=True)
-        commands["fork"] = fork_command(fit, args.out, extra, data=(args.data, own))
-    elif args.fork is not None:  # the same trainer, one change apart, on the same fresh data
-        commands["fork"] = fork_command(fit, args.out, fork_arguments(args.fork))
+        extra = fork_arguments(config.fork or "", own_data=True)
+        commands["fork"] = fork_command(fit, config.out, extra, data=(config.data, own))
+    elif config.fork is not None:  # the same trainer, one change apart, on the same fresh data
+        commands["fork"] = fork_command(fit, config.out, fork_arguments(config.fork))
     return commands
 
 
-def fork_generate_arguments(args: argparse.Namespace) -> list[str]:
+def fork_generate_arguments(config: CampaignConfig) -> list[str]:
     """What the fork's own generate changes (`--fork-depth D`, `--fork-generate "ARGS"`);
     empty where the fork reads the campaign's labels."""
-    extra = [] if args.fork_depth is None else ["--depth", str(args.fork_depth)]
-    if args.fork_generate is not None:
-        extra += generate_arguments(args.fork_generate)
+    extra = [] if config.fork_depth is None else ["--depth", str(config.fork_depth)]
+    if config.fork_generate is not None:
+        extra += generate_arguments(config.fork_generate)
     return extra
 
 
-def start(args: argparse.Namespace) -> int:
-    out = Path(args.out)
-    commands = start_commands(args)
-    check_unfinished(out, args.session)
+def start(config: CampaignConfig) -> int:
+    out = Path(config.out)
+    commands = start_commands(config)
+    check_unfinished(out, config.session)
     if "fork" in commands:
-        check_unfinished(fork_dir(out), args.session)
+        check_unfinished(fork_dir(out), config.session)
     for name, command in commands.items():
-        if name.endswith("generate") and not args.no_generate:
+        if name.endswith("generate") and not config.no_generate:
             check_data(command)
     if (out / "checkpoint.pt").exists():
         print(f"{out}/checkpoint.pt exists: the fit resumes it (its weights win over --init)")
     if "fork" in commands:  # its extra arguments: what follows the campaign's own command
         extra = commands["fork"][len(commands["fit"]) :]
-        own_generate = fork_generate_arguments(args)
-        own = str(fork_dir(args.data)) if own_generate else None
-        write_fork_record(args.out, ForkRecord(extra, own, args.fork_depth, own_generate))
+        own_generate = fork_generate_arguments(config)
+        own = str(fork_dir(config.data)) if own_generate else None
+        write_fork_record(config.out, ForkRecord(extra, own, config.fork_depth, own_generate))
     pids = {}
     labellers = sum(name.endswith("generate") for name in commands)
     for name, command in commands.items():
-        if name.endswith("generate") and args.no_generate:
+        if name.endswith("generate") and config.no_generate:
             continue
         niceness = launch_niceness(name, labellers)
         pids[name] = _launch(command, out.parent / f"{out.name}-{name}.log", niceness)
@@ -226,7 +224,7 @@ def label_totals(data: Path) -> dict[str, Any]:
     return {"positions": positions, "seconds": seconds, "timed_positions": timed, "depths": depths}
 
 
-def session_row(args: argparse.Namespace, run: Path, data: str) -> dict[str, Any]:
+def session_row(config: CampaignConfig, run: Path, data: str) -> dict[str, Any]:
     """This session's ledger row, read from its run and the data directory it trained on."""
     import torch
 
@@ -237,8 +235,8 @@ def session_row(args: argparse.Namespace, run: Path, data: str) -> dict[str, Any
     summary, metrics = checkpoint.get("summary", {}), checkpoint.get("metrics", {})
     labels = label_totals(Path(data))
     label_seconds = labels["seconds"]
-    if args.label_seconds is not None:  # shards written before generate timed them
-        label_seconds = args.label_seconds
+    if config.label_seconds is not None:  # shards written before generate timed them
+        label_seconds = config.label_seconds
     elif labels["timed_positions"] < labels["positions"]:
         raise CommandError(
             f"{labels['positions'] - labels['timed_positions']} positions in {data} have "
@@ -248,7 +246,7 @@ def session_row(args: argparse.Namespace, run: Path, data: str) -> dict[str, Any
         "init": shipped_path(summary.get("init")),
         "steps": checkpoint["step"],
         "positions_seen": checkpoint["step"] * summary.get("batch", 0),
-        "train_seconds": train_seconds(args, summary),
+        "train_seconds": train_seconds(config, summary),
         "label_positions": labels["positions"],
         "label_depth": sorted(d for d in labels["depths"] if d is not None),
         "label_seconds": round(label_seconds, 1),
@@ -258,12 +256,12 @@ def session_row(args: argparse.Namespace, run: Path, data: str) -> dict[str, Any
     }
 
 
-def train_seconds(args: argparse.Namespace, summary: dict[str, Any]) -> float:
+def train_seconds(config: CampaignConfig, summary: dict[str, Any]) -> float:
     """What the session's training cost: --train-seconds if given, else the trainer's
     process-tree CPU (what fit records), else its wall-clock step time (older checkpoints,
     which overstates the cost on a shared machine)."""
-    if args.train_seconds is not None:
-        return float(args.train_seconds)
+    if config.train_seconds is not None:
+        return float(config.train_seconds)
     if summary.get("train_cpu_seconds") is not None:
         return float(summary["train_cpu_seconds"])
     return float(summary.get("train_seconds", 0.0))
@@ -282,7 +280,7 @@ def shipped_path(value: Any) -> Any:
         return Path(value).name
 
 
-def update_ledger(ledger: list[dict], row: dict) -> list[dict]:
+def update_ledger(ledger: list[dict[str, Any]], row: dict[str, Any]) -> list[dict[str, Any]]:
     """The ledger with `row` replacing the same session's earlier row in its place (the
     curve's hours accumulate in ledger order), else appended."""
     if any(r.get("session") == row["session"] for r in ledger):
@@ -303,70 +301,73 @@ def export_run(run: Path, path: Path) -> None:
     )
 
 
-def save_fork(args: argparse.Namespace) -> ForkRecord | None:
+def save_fork(config: CampaignConfig) -> ForkRecord | None:
     """Where the campaign has a fork: the paired validation table, and the fork exported;
     returns the fork's record (None: no fork)."""
-    record = read_fork_record(args.out)
-    fork = fork_dir(args.out)
+    record = read_fork_record(config.out)
+    fork = fork_dir(config.out)
     if record is None or not (fork / "checkpoint.pt").is_file():
-        if args.adopt_fork:
+        if config.adopt_fork:
             raise CommandError(f"--adopt-fork: no fork run in {fork} (start --fork ...)")
         return None
     print(f"fork ({' '.join(record.change())}) beside the campaign, validation loss:")
     if record.data is not None:
         print("  (each on its own labels: the losses do not compare; oneply eval both on the")
-        print(f"  same held-out positions, of {args.data} and of {record.data})")
-    for line in paired_table(Path(args.out), fork):
+        print(f"  same held-out positions, of {config.data} and of {record.data})")
+    for line in paired_table(Path(config.out), fork):
         print("  " + line)
     export_run(fork, fork / FORK_MODEL)
     print(f"wrote {fork / FORK_MODEL}: judge both on the same held-out positions (oneply eval)")
     return record
 
 
-def save(args: argparse.Namespace) -> int:
-    ledger_dir = Path(args.ledger)
+def save(config: CampaignConfig) -> int:
+    ledger_dir = Path(config.ledger)
     ledger_dir.mkdir(parents=True, exist_ok=True)
-    record = save_fork(args)
+    record = save_fork(config)
     # the fork won its pairing: its weights, labels and row become the campaign's
-    if args.adopt_fork and record is not None:
-        row = session_row(args, fork_dir(args.out), record.data or args.data)
+    if config.adopt_fork and record is not None:
+        row = session_row(config, fork_dir(config.out), record.data or config.data)
         row["fork"] = record.change()
-        run = fork_dir(args.out)
+        run = fork_dir(config.out)
     else:
-        run = Path(args.out)
-        row = session_row(args, run, args.data)
+        run = Path(config.out)
+        row = session_row(config, run, config.data)
     path = ledger_dir / LEDGER
     ledger = json.loads(path.read_text()) if path.exists() else []
-    row = {"session": row_name(args, ledger), **row}
-    weights = Path(args.weights) / LATEST
+    row = {"session": row_name(config, ledger), **row}
+    weights = Path(config.weights) / LATEST
     weights.parent.mkdir(parents=True, exist_ok=True)
     export_run(run, weights)
-    if args.publish:  # a rated candidate the model card refers to: committed with the ledger
+    if config.publish:  # a rated candidate the model card refers to: committed with the ledger
         shutil.copyfile(weights, ledger_dir / LATEST)
     names = [r.get("session") for r in ledger]  # the rows before this one (in place if saved)
     earlier = ledger[: names.index(row["session"])] if row["session"] in names else ledger
-    row["lineage"] = args.lineage or (lineage(earlier[-1]) if earlier else FIRST_LINEAGE)
+    row["lineage"] = config.lineage or (lineage(earlier[-1]) if earlier else FIRST_LINEAGE)
     ledger = update_ledger(ledger, row)
     path.write_text(json.dumps(ledger, indent=1) + "\n")
     marker = json.dumps({"session": row["session"], "step": row["steps"]}) + "\n"
-    for saved in (Path(args.out), fork_dir(args.out)):  # both are finished runs for a new session
+    for saved in (
+        Path(config.out),
+        fork_dir(config.out),
+    ):  # both are finished runs for a new session
         if (saved / "checkpoint.pt").is_file():
             (saved / SAVED).write_text(marker)
     plot(ledger, ledger_dir / PLOT)
     for point in cumulative(ledger):
         print(format_point(point))
-    published = f", {ledger_dir / LATEST}" if args.publish else ""
+    published = f", {ledger_dir / LATEST}" if config.publish else ""
     print(f"wrote {weights}{published}, {path}, {ledger_dir / PLOT}")
     return 0
 
 
-def redraw(args: argparse.Namespace) -> int:
+def redraw(config: CampaignConfig) -> int:
     """The campaign's curve drawn again from the committed ledger (`plot`)."""
-    path = Path(args.ledger) / LEDGER
+    path = Path(config.ledger) / LEDGER
     if not path.is_file():
         raise CommandError(f"no ledger at {path}", 2)
     ledger = json.loads(path.read_text())
-    target = Path(args.plot) if args.plot else Path(args.ledger) / PLOT
+    target = Path(config.plot) if config.plot else Path(config.ledger) / PLOT
     plot(ledger, target)
     print(f"wrote {target}")
     return 0
@@ -376,146 +377,14 @@ def redraw(args: argparse.Namespace) -> int:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("action", choices=("start", "save", "rate", "plot"))
-    parser.add_argument("--data", default="data/campaign", help="generate directory (fresh)")
-    parser.add_argument("--out", default="runs/campaign", help="the fit run's directory")
-    parser.add_argument(
-        "--ledger",
-        default=str(LEDGER_DIR),
-        help="the committed ledger (and published weights); the curve is drawn beside it",
-    )
-    parser.add_argument(
-        "--weights",
-        default=str(WEIGHTS_DIR),
-        help="save: where the session's weights go; start: warm-start from them when there "
-        "(default runs/campaign-latest, not committed)",
-    )
-    parser.add_argument(
-        "--publish",
-        action="store_true",
-        help="save: also copy the weights into the ledger's folder, to be committed (a model "
-        "that ships or a rated candidate the model card refers to)",
-    )
-    parser.add_argument("--plot", metavar="PNG", help="plot: where to draw the curve")
-    parser.add_argument("--count", type=int, default=3_000_000, help="positions to label")
-    parser.add_argument(
-        "--depth",
-        type=int,
-        default=6,
-        help="Stockfish depth of the labels (6: deeper labels won in games)",
-    )
-    parser.add_argument("--seed", type=int, help="generate seed (default: today's date)")
-    parser.add_argument("--steps", type=int, default=30_000, help="with --hours: the most")
-    parser.add_argument(
-        "--hours",
-        type=float,
-        help="train for this many hours of the session, the schedule annealing then (fit "
-        "--hours); save after that",
-    )
-    parser.add_argument("--batch", type=int, default=128)
-    parser.add_argument(
-        "--lr",
-        type=float,
-        default=2e-4,
-        help="peak learning rate of the session's restart (default 2e-4: it beat 5e-4 and "
-        "tied 1e-4, docs/studies/2026-11-26g.md)",
-    )
-    parser.add_argument(
-        "--max-passes",
-        type=float,
-        default=MAX_PASSES,
-        metavar="P",
-        help=f"start: the trainer waits for the generator rather than read its positions more "
-        f"than P times (default {MAX_PASSES:g}; 0: never waits)",
-    )
-    parser.add_argument("--no-generate", action="store_true", help="start only the trainer")
-    parser.add_argument(
-        "--fork",
-        metavar='"FIT ARGS"',
-        help="start: a second trainer on the same data whose fit command adds these arguments "
-        '(e.g. "--facts attacks pins move_facts exchange threats checks"), in <out>-fork',
-    )
-    parser.add_argument(
-        "--fork-depth",
-        type=int,
-        metavar="D",
-        help="start: the fork reads labels of its own, generated at depth D with the same seed "
-        "in <data>-fork (with --fork, its arguments as well)",
-    )
-    parser.add_argument(
-        "--fork-generate",
-        metavar='"GENERATE ARGS"',
-        help="start: as --fork-depth, with these train generate arguments for the fork's labels "
-        '(e.g. "--learner runs/campaign-latest/latest.onnx": the model plays one side of half the '
-        "games)",
-    )
-    parser.add_argument(
-        "--adopt-fork",
-        action="store_true",
-        help="save: the fork's weights and row become the campaign's (it won the pairing)",
-    )
-    parser.add_argument(
-        "--init",
-        help="warm-start from this model instead of the ledger's latest (a new lineage: name "
-        "it with save --lineage)",
-    )
-    parser.add_argument(
-        "--facts",
-        nargs="+",
-        choices=GROUPS,
-        metavar="GROUP",
-        help="fact groups the model reads (default: the --init model's); the source's groups "
-        "and more: the new groups' weights start at zero, the learnt ones carry over",
-    )
-    parser.add_argument(
-        "--stock",
-        nargs="*",
-        default=[],
-        metavar="DIR",
-        help="labelled directories the model has not seen, read beside the fresh one (count "
-        "their labelling with save --label-seconds)",
-    )
-    parser.add_argument(
-        "--session",
-        help="ledger row name (default: the row this run was saved as, else today's date with "
-        "the first free suffix: YYYY-MM-DD, then YYYY-MM-DDb, ...); start: the row a saved run "
-        "goes on as",
-    )
-    parser.add_argument(
-        "--lineage",
-        help="the chain of warm starts the row extends (default: the last row's); name a new "
-        "one after `start --init`, with its model's own cost as its first row",
-    )
-    parser.add_argument(
-        "--label-seconds",
-        type=float,
-        help="labelling CPU-seconds, for shards written before generate recorded them",
-    )
-    parser.add_argument(
-        "--train-seconds",
-        type=float,
-        help="training CPU-seconds instead of what the trainer recorded (its process-tree "
-        "CPU; a run resumed from an older checkpoint has only its wall-clock step time)",
-    )
-    parser.add_argument(
-        "--suite",
-        nargs="+",
-        metavar="RUN.json",
-        help="rate: `oneply strength --json` runs of the row's model (--session, default the "
-        "last row); their games are added to the row and the curve's rating panel",
-    )
-    parser.add_argument(
-        "--as-baseline",
-        action="store_true",
-        help="rate: the row's model is the runs' baseline (e.g. the bundled model's games "
-        "beside a campaign model)",
-    )
+    add_options(parser, CampaignConfig)
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.action == "rate":
-        ledger = Path(args.ledger)
-        return campaign_rating.rate(args, ledger / LEDGER, ledger / PLOT)
-    if args.action == "plot":
-        return redraw(args)
-    return start(args) if args.action == "start" else save(args)
+    config = from_args(CampaignConfig, args)
+    if config.action == "rate":
+        ledger = Path(config.ledger)
+        return campaign_rating.rate(config, ledger / LEDGER, ledger / PLOT)
+    if config.action == "plot":
+        return redraw(config)
+    return start(config) if config.action == "start" else save(config)

@@ -16,12 +16,12 @@ from typing import Any
 FIRST_LINEAGE = "v4"
 
 
-def lineage(row: dict) -> str:
+def lineage(row: dict[str, Any]) -> str:
     """The chain of warm starts a ledger row belongs to."""
     return str(row.get("lineage", FIRST_LINEAGE))
 
 
-def cumulative(ledger: list[dict]) -> list[dict]:
+def cumulative(ledger: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Per row, its lineage's CPU-hours so far: training, labelling and both.
 
     Why per lineage: a model trained from scratch (v6) owes nothing to the hours that went
@@ -37,7 +37,7 @@ def cumulative(ledger: list[dict]) -> list[dict]:
     return points
 
 
-def suite_rating(row: dict) -> tuple[float, float] | None:
+def suite_rating(row: dict[str, Any]) -> tuple[float, float] | None:
     """The row's suite rating and its 95% half-width, where `campaign rate` recorded one."""
     suite = row.get("suite")
     if not isinstance(suite, dict) or suite.get("rating") is None:
@@ -53,7 +53,7 @@ PANELS = (
 )
 
 
-def _value(point: dict, key: str) -> tuple[float, float] | None:
+def _value(point: dict[str, Any], key: str) -> tuple[float, float] | None:
     """A point's value on one panel and its error bar (0 where it has none)."""
     if key == "suite":
         return suite_rating(point)
@@ -61,7 +61,7 @@ def _value(point: dict, key: str) -> tuple[float, float] | None:
     return None if value is None else (float(value), 0.0)
 
 
-def plot(ledger: list[dict], path: Path) -> None:
+def plot(ledger: list[dict[str, Any]], path: Path) -> None:
     """Puzzle check, validation loss and suite rating against cumulative CPU-hours (PNG)."""
     import matplotlib
 

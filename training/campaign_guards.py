@@ -9,12 +9,13 @@ check here says, at once, which `mv` or `--session` gets past it.
 
 from __future__ import annotations
 
-import argparse
 import datetime
 import json
 from pathlib import Path
+from typing import Any
 
 from oneply.engine.errors import CommandError
+from oneply.training.campaign_config import CampaignConfig
 
 #: written by `save` into each run it saved: {"session": ledger row, "step": ...}
 SAVED = "saved.json"
@@ -41,21 +42,21 @@ def check_unfinished(run: Path, session: str | None) -> None:
         )
 
 
-def row_name(args: argparse.Namespace, ledger: list[dict]) -> str:
+def row_name(config: CampaignConfig, ledger: list[dict[str, Any]]) -> str:
     """The ledger row this save writes: --session, else the row this run was saved as, else
     today's date with the first free suffix (YYYY-MM-DD, then YYYY-MM-DDb, ...).
 
     Why: two sessions on one day must not share a row: a save replaces its session's row,
     and the first session's row (its hours on the curve) would be lost."""
     taken = {str(row.get("session")) for row in ledger}
-    own = saved_as(Path(args.out))
-    if args.session is not None:
-        if args.session in taken and args.session != own:
+    own = saved_as(Path(config.out))
+    if config.session is not None:
+        if config.session in taken and config.session != own:
             raise CommandError(
-                f"ledger row {args.session} belongs to another run: pass another --session "
+                f"ledger row {config.session} belongs to another run: pass another --session "
                 "(or none: today's date with the first free suffix)"
             )
-        return str(args.session)
+        return str(config.session)
     if own is not None:
         return own
     today = datetime.date.today().isoformat()

@@ -17,7 +17,6 @@ default clock), and no run twice in a row (its games would count twice).
 
 from __future__ import annotations
 
-import argparse
 import json
 from pathlib import Path
 from typing import Any
@@ -25,6 +24,7 @@ from typing import Any
 from oneply.arena.strength_merge import add_up, read_run, suite_result
 from oneply.arena.suite_result import SuiteResult
 from oneply.engine.errors import CommandError
+from oneply.training.campaign_config import CampaignConfig
 from oneply.training.campaign_curve import cumulative, format_point, plot
 
 COMMAND = "oneply train campaign rate"
@@ -85,7 +85,7 @@ def check_run(path: Path, data: dict[str, Any], time_control: str | None) -> Non
         )
 
 
-def ledger_clock(ledger: list[dict]) -> str | None:
+def ledger_clock(ledger: list[dict[str, Any]]) -> str | None:
     """The time control of the suite games recorded so far (None before the first)."""
     for row in ledger:
         suite = row.get("suite")
@@ -101,7 +101,9 @@ def recorded(suite: dict[str, Any] | None) -> SuiteResult | None:
     return suite_result({"model": "ledger", "opponents": suite["opponents"]})
 
 
-def rated(row: dict, paths: list[Path], as_baseline: bool, clock: str | None) -> dict[str, Any]:
+def rated(
+    row: dict[str, Any], paths: list[Path], as_baseline: bool, clock: str | None
+) -> dict[str, Any]:
     """The row's suite record with the runs in `paths` added."""
     suite = row.get("suite") or {}
     runs = list(suite.get("runs", []))
@@ -144,15 +146,15 @@ def rated(row: dict, paths: list[Path], as_baseline: bool, clock: str | None) ->
     }
 
 
-def rate(args: argparse.Namespace, ledger_path: Path, plot_path: Path) -> int:
+def rate(config: CampaignConfig, ledger_path: Path, plot_path: Path) -> int:
     """Add the suite runs to one ledger row (default: the last), then redraw the curve."""
-    if not args.suite:
+    if not config.suite:
         raise CommandError(f"{COMMAND}: name the runs: --suite RUN.json ...", 2)
     if not ledger_path.is_file():
         raise CommandError(f"{COMMAND}: no ledger at {ledger_path}", 2)
     ledger = json.loads(ledger_path.read_text())
     names = [row.get("session") for row in ledger]
-    session = args.session or names[-1]
+    session = config.session or names[-1]
     if session not in names:
         raise CommandError(
             f"{COMMAND}: no row {session!r} in {ledger_path} (rows: "
@@ -164,7 +166,7 @@ def rate(args: argparse.Namespace, ledger_path: Path, plot_path: Path) -> int:
     clock = ledger_clock(ledger)
     ledger[index] = {
         **row,
-        "suite": rated(row, [Path(p) for p in args.suite], args.as_baseline, clock),
+        "suite": rated(row, [Path(p) for p in config.suite], config.as_baseline, clock),
     }
     ledger_path.write_text(json.dumps(ledger, indent=1) + "\n")
     plot(ledger, plot_path)

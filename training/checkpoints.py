@@ -9,6 +9,7 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -19,8 +20,11 @@ from oneply.training.model import ActionValueModel, ModelConfig
 from oneply.training.optim import EMA, make_optimizer
 from oneply.training.warm_start import InitSource, load_weights
 
+if TYPE_CHECKING:  # data_feed reads checkpoints' records; only the type is needed here
+    from oneply.training.data_feed import DataFeed
 
-def rng_state() -> dict:
+
+def rng_state() -> dict[str, Any]:
     state = {
         "python": random.getstate(),
         "numpy": np.random.get_state(),
@@ -31,7 +35,7 @@ def rng_state() -> dict:
     return state
 
 
-def set_rng_state(state: dict) -> None:
+def set_rng_state(state: dict[str, Any]) -> None:
     random.setstate(state["python"])
     np.random.set_state(state["numpy"])
     torch.set_rng_state(state["torch"])
@@ -67,14 +71,14 @@ class State:
     seconds: float = 0.0  # wall-clock time of the training steps, all sittings
     cpu_seconds: float | None = None  # process-tree CPU of all sittings (None: not measured)
     seen: int = 0  # action values trained on, all ranks
-    val: dict = field(default_factory=dict)  # the latest validation metrics
+    val: dict[str, Any] = field(default_factory=dict[str, Any])  # the latest validation metrics
 
 
 def build_state(
     config: TrainConfig,
     device: torch.device,
     model_config: ModelConfig,
-    checkpoint: dict | None = None,
+    checkpoint: dict[str, Any] | None = None,
     init: InitSource | None = None,
 ) -> State:
     """A fresh state (from `init`'s weights when given), or the one a checkpoint saved."""
@@ -128,7 +132,9 @@ class SaveSchedule:
         self.last = CLOCK()
 
 
-def save_checkpoint(path: Path, config: TrainConfig, state: State, feed, summary: dict) -> None:
+def save_checkpoint(
+    path: Path, config: TrainConfig, state: State, feed: DataFeed, summary: dict[str, Any]
+) -> None:
     """Everything a resume needs; `feed` (a DataFeed) gives the data position and segments."""
     position = feed.position(state.step)
     summary.update(steps=state.step, epoch=position["epoch"], train_seconds=round(state.seconds, 1))

@@ -34,6 +34,7 @@ import io
 import os
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import chess
 import numpy as np
@@ -109,7 +110,7 @@ def load(directory: Path) -> dict[str, np.ndarray]:
         return {name: data[name] for name in names if name != "best" or name in data.files}
 
 
-def check(arrays: dict[str, np.ndarray], meta: dict) -> str | None:
+def check(arrays: dict[str, np.ndarray], meta: dict[str, Any]) -> str | None:
     """What is wrong with a loaded v2 shard, or None."""
     states, counts, values = arrays["states"], arrays["counts"], arrays["values"]
     expected = {"states": np.uint8, "counts": np.uint8, "values": np.uint16}
@@ -129,7 +130,7 @@ def check(arrays: dict[str, np.ndarray], meta: dict) -> str | None:
     return _check_best(arrays, meta)
 
 
-def _check_best(arrays: dict[str, np.ndarray], meta: dict) -> str | None:
+def _check_best(arrays: dict[str, np.ndarray], meta: dict[str, Any]) -> str | None:
     """What is wrong with a best-only shard's ``best`` array (or its absence), or None."""
     best_only = meta.get("labels", "all") == BEST_ONLY
     if "best" not in arrays:

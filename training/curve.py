@@ -20,6 +20,7 @@ import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from oneply.engine.errors import CommandError
 from oneply.training.config import METRICS
@@ -86,7 +87,7 @@ def puzzle_trend(points: list[Point]) -> Trend | None:
     return Trend(slope, mean_x, mean_y)
 
 
-def report(points: list[Point]) -> dict:
+def report(points: list[Point]) -> dict[str, Any]:
     """The end of the curve and what the slope says more samples would buy."""
     puzzles = [p for p in points if p.split == "puzzles"]
     val = [p for p in points if p.split == "val"]

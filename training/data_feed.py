@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch.distributed as dist
@@ -52,7 +53,7 @@ class Positions:
     def __len__(self) -> int:
         return int(self.ends[-1]) if len(self.ends) else 0
 
-    def __getitem__(self, index: int):
+    def __getitem__(self, index: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         part = int(np.searchsorted(self.ends, index, side="right"))
         if not 0 <= index < len(self):
             raise IndexError(f"index {index} out of range for {len(self)} positions")
@@ -123,7 +124,10 @@ class DataFeed:
         return shards
 
     def start(
-        self, segments: list[dict] | None, saved_roots: Sequence[str] = (), quiet: bool = False
+        self,
+        segments: list[dict[str, Any]] | None,
+        saved_roots: Sequence[str] = (),
+        quiet: bool = False,
     ) -> bool:
         """Restore the recorded segments, or begin segment 0 from a scan (in --follow mode,
         waiting until there is a batch's worth of data); True when a segment was created.
@@ -257,7 +261,7 @@ class DataFeed:
 
     # ------------------------------------------------------------------ reading
 
-    def batch(self, step: int) -> list:
+    def batch(self, step: int) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
         """The examples this rank trains on at `step`."""
         return [self.train[int(i)] for i in self.batch_indices(step)]
 
@@ -267,17 +271,17 @@ class DataFeed:
         assert self.order is not None and step >= segment.start
         return self.order.indices(step - segment.start)
 
-    def position(self, step: int) -> dict:
+    def position(self, step: int) -> dict[str, Any]:
         """Where `step` is in the data: segment, epoch of that segment, batch of that epoch."""
         assert self.order is not None
         epoch, index = self.order.position(step - self.segments[-1].start)
         return {"segment": len(self.segments) - 1, "epoch": epoch, "batch": index}
 
-    def recorded(self) -> list[dict]:
+    def recorded(self) -> list[dict[str, Any]]:
         """The segments, as the checkpoint stores them."""
         return [asdict(s) for s in self.segments]
 
-    def describe(self, step: int) -> dict:
+    def describe(self, step: int) -> dict[str, Any]:
         """The metrics row logged when a segment starts."""
         return {
             "step": step,

@@ -35,7 +35,7 @@ import os
 import zipfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import numpy as np
 
@@ -160,7 +160,7 @@ class Shard:
         self.moves = np.zeros(len(self.values), dtype=np.int16)
         self._have_moves = np.zeros(len(self.states), dtype=bool)
 
-    def _read_meta(self) -> dict:
+    def _read_meta(self) -> dict[str, Any]:
         file = self.path / "meta.json"
         try:
             meta = json.loads(file.read_text())
@@ -175,7 +175,8 @@ class Shard:
     def _load(self, name: str) -> np.ndarray:
         file = self.path / f"{name}.npy"
         try:
-            return np.load(file, mmap_mode="r", allow_pickle=False)
+            array: np.ndarray = np.load(file, mmap_mode="r", allow_pickle=False)
+            return array
         except FileNotFoundError:
             raise DatasetError(f"{file}: missing") from None
         except (OSError, ValueError, EOFError) as error:
@@ -303,7 +304,7 @@ class AnnotatedDataset:
         self._shard_index, self._row_index = self._build_index()
 
     @staticmethod
-    def _read_manifests(roots: list[Path | str]) -> dict:
+    def _read_manifests(roots: list[Path | str]) -> dict[str, Any]:
         """The manifest.json of each root that has one (a single one is returned as is)."""
         manifests = {}
         for root in roots:
@@ -345,7 +346,8 @@ class AnnotatedDataset:
     def __getitem__(self, index: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         if not -len(self) <= index < len(self):
             raise IndexError(f"index {index} out of range for {len(self)} positions")
-        return self.shards[self._shard_index[index]][int(self._row_index[index])]
+        shard: AnnotatedDataset = self.shards[self._shard_index[index]]
+        return shard[int(self._row_index[index])]
 
     def state(self, index: int) -> np.ndarray:
         """The state tokens of position ``index`` alone: no move ids (which a compact shard

@@ -6,6 +6,7 @@ import contextlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import torch
 import torch.distributed as dist
@@ -13,7 +14,8 @@ import torch.distributed as dist
 from oneply.engine.errors import CommandError
 
 
-def autocast(device: torch.device, enabled: bool):
+def autocast(device: torch.device, enabled: bool) -> contextlib.AbstractContextManager[Any]:
+    """bf16 autocast on `device` where `enabled`, else nothing."""
     if not enabled:
         return contextlib.nullcontext()
     return torch.autocast(device_type=device.type, dtype=torch.bfloat16)
@@ -22,7 +24,7 @@ def autocast(device: torch.device, enabled: bool):
 def bf16_supported(device: torch.device) -> bool:
     """bf16 pays off on GPUs that support it and on CPUs with AVX512-BF16 or AMX."""
     if device.type == "cuda":
-        return torch.cuda.is_bf16_supported()
+        return bool(torch.cuda.is_bf16_supported())
     try:
         flags = Path("/proc/cpuinfo").read_text()
     except OSError:

@@ -53,7 +53,8 @@ import math
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from types import ModuleType
+from typing import Any, cast
 
 import numpy as np
 
@@ -307,7 +308,7 @@ def locate_params(
     return params, chosen
 
 
-def _orbax():
+def _orbax() -> ModuleType:
     try:
         logging.getLogger("absl").setLevel(logging.ERROR)  # "metadata file does not exist" nags
         import orbax.checkpoint as ocp
@@ -315,11 +316,11 @@ def _orbax():
         raise DMImportError(
             f"reading DeepMind checkpoints needs orbax-checkpoint: {INSTALL_HINT}."
         ) from None
-    return ocp
+    return cast(ModuleType, ocp)
 
 
-def _flatten(tree: dict, prefix: str = "") -> dict:
-    flat: dict = {}
+def _flatten(tree: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    flat: dict[str, Any] = {}
     for key, value in tree.items():
         name = f"{prefix}/{key}" if prefix else str(key)
         flat.update(_flatten(value, name) if isinstance(value, dict) else {name: value})

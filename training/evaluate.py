@@ -30,6 +30,7 @@ import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Protocol
 
 import numpy as np
 from tqdm import tqdm
@@ -91,7 +92,7 @@ class PositionScores:
             self.tau_sum += tau
             self.tau_count += 1
 
-    def result(self) -> dict:
+    def result(self) -> dict[str, Any]:
         if not self.values:  # sv or bc: no action-value log loss to report
             return {
                 "positions": self.positions,
@@ -108,8 +109,16 @@ class PositionScores:
         }
 
 
+class Examples(Protocol):
+    """Annotated positions by index (training/dataset.py's datasets, or a slice of them)."""
+
+    def __len__(self) -> int: ...
+
+    def __getitem__(self, index: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]: ...
+
+
 def batches(
-    dataset, limit: int | None, size: int
+    dataset: Examples, limit: int | None, size: int
 ) -> Iterator[tuple[np.ndarray, np.ndarray, list[np.ndarray]]]:
     """(states [B, 77], padded move ids [B, N], per-position wins) of the dataset, in order."""
     count = len(dataset) if limit is None else min(limit, len(dataset))
@@ -131,7 +140,9 @@ def row_facts(
     return token_facts(states, width, facts)
 
 
-def evaluate_dataset(scorer: Scorer, dataset, limit: int | None = None, batch: int = 64) -> dict:
+def evaluate_dataset(
+    scorer: Scorer, dataset: Examples, limit: int | None = None, batch: int = 64
+) -> dict[str, Any]:
     """Action accuracy, Kendall τ-b and log loss of a model over annotated positions (an sv
     or bc model: accuracy and τ of its move ranking, no per-action log loss)."""
     scores = PositionScores()
@@ -170,10 +181,10 @@ def evaluate_model(
     puzzle_limit: int | None = None,
     val_percent: float = 5.0,
     threads: int | None = None,
-) -> dict:
+) -> dict[str, Any]:
     """All metrics of one model file as a dict (what the pipeline embeds in the ONNX metadata)."""
     scorer = Scorer(model, threads=threads)
-    report: dict = {"model": str(model), "model_info": scorer.info.describe()}
+    report: dict[str, Any] = {"model": str(model), "model_info": scorer.info.describe()}
     if data:
         from oneply.training.dataset import AnnotatedDataset
 
@@ -194,7 +205,7 @@ def _number(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.3f}"
 
 
-def format_report(report: dict) -> str:
+def format_report(report: dict[str, Any]) -> str:
     """Terminal tables of a report."""
     lines = [f"model: {report['model_info']}"]
     if report.get("data") and not report.get("positions"):

@@ -12,6 +12,7 @@ import argparse
 import os
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import onnx
@@ -21,8 +22,13 @@ from oneply.engine.errors import CommandError
 from oneply.engine.graph import build_model, quantize_int8
 from oneply.engine.model_file import ModelInfo
 
+if TYPE_CHECKING:  # torch is imported where it is used: exporting a file needs it, --help not
+    import torch
 
-def onnx_weights(model) -> dict[str, np.ndarray]:
+    from oneply.training.model import ActionValueModel
+
+
+def onnx_weights(model: ActionValueModel) -> dict[str, np.ndarray]:
     """A model's parameters under their ONNX names, linear maps transposed to [in, out]
     (which ones: engine/architecture.py)."""
     linear = linear_names(model.config.to_dict())
@@ -32,7 +38,9 @@ def onnx_weights(model) -> dict[str, np.ndarray]:
     }
 
 
-def torch_weights(model, weights: dict[str, np.ndarray]) -> dict:
+def torch_weights(
+    model: ActionValueModel, weights: dict[str, np.ndarray]
+) -> dict[str, torch.Tensor]:
     """The inverse of :func:`onnx_weights`: ONNX initializers → a state_dict for `model`."""
     import torch
 
@@ -44,14 +52,14 @@ def torch_weights(model, weights: dict[str, np.ndarray]) -> dict:
 
 
 def export_model(
-    model,
-    path: str | os.PathLike,
+    model: ActionValueModel,
+    path: str | os.PathLike[str],
     *,
     preset: str,
     layout: str = "shared",
     trained: bool = True,
-    training: dict | None = None,
-    metrics: dict | None = None,
+    training: dict[str, Any] | None = None,
+    metrics: dict[str, Any] | None = None,
     int8: bool = False,
 ) -> ModelInfo:
     """Write `model` (an ActionValueModel) as a oneply ONNX file; returns its metadata.
@@ -76,7 +84,7 @@ def export_model(
 
 
 def save_model(
-    proto: onnx.ModelProto, path: str | os.PathLike, info: ModelInfo, int8: bool
+    proto: onnx.ModelProto, path: str | os.PathLike[str], info: ModelInfo, int8: bool
 ) -> ModelInfo:
     """Write a built model as fp32, or dynamically quantized to int8; returns its metadata
     (shared by `oneply export` and `oneply import-dm`)."""
@@ -91,7 +99,9 @@ def save_model(
     return ModelInfo(**{**info.__dict__, "quantization": "int8"})
 
 
-def load_checkpoint_model(path: str | os.PathLike, use_ema: bool = True):
+def load_checkpoint_model(
+    path: str | os.PathLike[str], use_ema: bool = True
+) -> tuple[ActionValueModel, dict[str, Any]]:
     """(model, checkpoint dict) from a checkpoint file, with EMA weights when present."""
     import torch
 
@@ -127,7 +137,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-ema", action="store_true", help="export raw weights, not EMA")
 
 
-def untrained_model(preset: str, seed: int = 0, predictor: str = "av"):
+def untrained_model(preset: str, seed: int = 0, predictor: str = "av") -> ActionValueModel:
     """A freshly initialised model of a size preset (as this predictor), for placeholders and
     tests."""
     from dataclasses import replace

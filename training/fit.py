@@ -45,16 +45,15 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
-from typing import cast
+from typing import Any, cast
 
 import torch
 import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel
 from tqdm import tqdm
 
-from oneply.arena.puzzles import DEV_PUZZLES, read_puzzles
-from oneply.engine.architecture import PREDICTORS
+from oneply.arena.puzzles import DEV_PUZZLES, Puzzle, read_puzzles
 from oneply.engine.errors import CommandError
-from oneply.engine.features import ADOPTED_GROUPS, GROUPS
 from oneply.training.batch_loader import BatchLoader
 from oneply.training.batches import Batch
 from oneply.training.checkpoints import (
@@ -68,9 +67,10 @@ from oneply.training.config import CHECKPOINT, METRICS, PLOT, TrainConfig
 from oneply.training.cpu_clock import CpuMeter
 from oneply.training.data_feed import DataFeed
 from oneply.training.deadline import Deadline
-from oneply.training.device import autocast, bf16_supported, init_distributed
+from oneply.training.device import Dist, autocast, bf16_supported, init_distributed
 from oneply.training.model import LAYOUTS, PRESETS
 from oneply.training.optim import learning_rate
+from oneply.training.options import add_options, from_args
 from oneply.training.targets import forward, label_count, objective
 from oneply.training.targets import hits as predictor_hits
 from oneply.training.train_bench import benchmark
@@ -78,7 +78,15 @@ from oneply.training.validation import append_metrics, plot_metrics, puzzle_chec
 from oneply.training.warm_start import run_architecture
 
 
-def train_step(ddp, state: State, batch: Batch, config: TrainConfig, device, bf16, info):
+def train_step(
+    ddp: torch.nn.Module,
+    state: State,
+    batch: Batch,
+    config: TrainConfig,
+    device: torch.device,
+    bf16: bool,
+    info: Dist,
+) -> tuple[float, float]:
     """One optimiser step over a batch (in micro-batches); returns (loss sum, hits)."""
     lr = learning_rate(state.step, config)
     for group in state.optimizer.param_groups:
@@ -90,7 +98,8 @@ def train_step(ddp, state: State, batch: Batch, config: TrainConfig, device, bf1
     hits = torch.zeros((), device=device)
     for number, part in enumerate(parts):
         last = number == len(parts) - 1
-        sync = contextlib.nullcontext() if last or info.world == 1 else ddp.no_sync()
+        wrapped = cast(DistributedDataParallel, ddp)  # world > 1: the model is wrapped
+        sync = contextlib.nullcontext() if last or info.world == 1 else wrapped.no_sync()
         with sync:
             with autocast(device, bf16):
                 log_probs = forward(ddp, part, config.layout)
@@ -106,7 +115,7 @@ def train_step(ddp, state: State, batch: Batch, config: TrainConfig, device, bf1
     return float(total_loss), float(hits)
 
 
-def train(config: TrainConfig, resume: bool = True, quiet: bool = False) -> dict:
+def train(config: TrainConfig, resume: bool = True, quiet: bool = False) -> dict[str, Any]:
     """Train (or resume) a model; returns the final checkpoint's summary."""
     info, device = init_distributed(config.device)
     if config.hours > 0 and info.world > 1:  # each rank would re-plan its own last step
@@ -138,23 +147,7 @@ def train(config: TrainConfig, resume: bool = True, quiet: bool = False) -> dict
     else:
         new_segment = feed.start(None, quiet=quiet)
     puzzles = check_puzzles(config)
-    summary = {
-        "preset": config.preset,
-        "parameters": state.model.num_parameters(),
-        "layout": config.layout,
-        "predictor": config.predictor,
-        "target": config.target,
-        "init": config.init,
-        "data": [str(Path(d)) for d in config.data],
-        "batch": config.batch * info.world,
-        "lr": config.lr,
-        "seed": config.seed,
-        "bf16": bf16,
-        "compile": config.compile,
-        "world_size": info.world,
-        "device": device.type,
-    }
-    summary.update(data_summary(feed))
+    summary = run_summary(config, state, info, device, bf16) | data_summary(feed)
     if info.main:
         out.mkdir(parents=True, exist_ok=True)
         trim_metrics(out / METRICS, state.step)
@@ -199,15 +192,7 @@ def train(config: TrainConfig, resume: bool = True, quiet: bool = False) -> dict
         if step % config.log_every == 0 or done:
             seconds = time.perf_counter() - clock
             state.seconds += seconds
-            row = {
-                "step": step,
-                "split": "train",
-                "loss": window["loss"] / max(1, window["labels"]),
-                "accuracy": window["hits"] / max(1, window["positions"]),
-                "lr": learning_rate(step - 1, config),
-                "action_values_per_s": round(window["values"] * info.world / seconds, 1),
-                "time": round(state.seconds, 1),
-            }
+            row = train_row(step, window, seconds, state.seconds, config, info.world)
             bar.set_postfix(loss=f"{row['loss']:.4f}", av_s=f"{row['action_values_per_s']:,.0f}")
             if info.main:
                 append_metrics(out / METRICS, row)
@@ -242,12 +227,55 @@ def train(config: TrainConfig, resume: bool = True, quiet: bool = False) -> dict
     return summary
 
 
+def train_row(
+    step: int,
+    window: dict[str, float],
+    seconds: float,
+    elapsed: float,
+    config: TrainConfig,
+    world: int,
+) -> dict[str, Any]:
+    """The metrics row of the steps since the last one (`window`, trained in `seconds` on
+    each of `world` ranks): mean loss and accuracy, learning rate, speed, time so far."""
+    return {
+        "step": step,
+        "split": "train",
+        "loss": window["loss"] / max(1, window["labels"]),
+        "accuracy": window["hits"] / max(1, window["positions"]),
+        "lr": learning_rate(step - 1, config),
+        "action_values_per_s": round(window["values"] * world / seconds, 1),
+        "time": round(elapsed, 1),
+    }
+
+
+def run_summary(
+    config: TrainConfig, state: State, info: Dist, device: torch.device, bf16: bool
+) -> dict[str, Any]:
+    """What the checkpoint and the exported model's metadata say about the run."""
+    return {
+        "preset": config.preset,
+        "parameters": state.model.num_parameters(),
+        "layout": config.layout,
+        "predictor": config.predictor,
+        "target": config.target,
+        "init": config.init,
+        "data": [str(Path(d)) for d in config.data],
+        "batch": config.batch * info.world,
+        "lr": config.lr,
+        "seed": config.seed,
+        "bf16": bf16,
+        "compile": config.compile,
+        "world_size": info.world,
+        "device": device.type,
+    }
+
+
 def time_up(deadline: Deadline | None) -> Callable[[], bool]:
     """Whether a waiting run has reached its --hours deadline (never without one)."""
     return deadline.over if deadline is not None else lambda: False
 
 
-def check_puzzles(config: TrainConfig) -> list:
+def check_puzzles(config: TrainConfig) -> list[Puzzle]:
     """The evenly spaced puzzles checked at every evaluation (none without --puzzles)."""
     if not config.puzzles or config.eval_puzzles <= 0:
         return []
@@ -256,7 +284,7 @@ def check_puzzles(config: TrainConfig) -> list:
     return read_puzzles(Path(config.puzzles), config.eval_puzzles)
 
 
-def data_summary(feed: DataFeed) -> dict:
+def data_summary(feed: DataFeed) -> dict[str, Any]:
     return {
         "shards": len(feed.segments[-1].shards),
         "data_segments": len(feed.segments),
@@ -267,7 +295,14 @@ def data_summary(feed: DataFeed) -> dict:
 
 
 def evaluate_ema(
-    state: State, feed: DataFeed, puzzles: list, config, device, bf16, out, bar
+    state: State,
+    feed: DataFeed,
+    puzzles: list[Puzzle],
+    config: TrainConfig,
+    device: torch.device,
+    bf16: bool,
+    out: Path,
+    bar: tqdm[Any],
 ) -> None:
     """Validation and the puzzle check on the EMA weights (the ones exported): metrics, plot,
     and the latest numbers kept in the state for the checkpoint and the model's metadata."""
@@ -288,167 +323,12 @@ def evaluate_ema(
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    d = TrainConfig(data=[], out="")
-    parser.add_argument("data", nargs="*", help="annotated shard directories (train split used)")
-    parser.add_argument("--out", default="runs/fit", help="checkpoint, metrics and plot directory")
-    parser.add_argument(
-        "--preset",
-        choices=PRESETS,
-        default=d.preset,
-        help="model size (default: the --init model's, the resumed run's, else small)",
-    )
-    parser.add_argument(
-        "--facts",
-        nargs="+",
-        choices=GROUPS,
-        default=d.facts,
-        metavar="GROUP",
-        help=f"fact groups the model reads, of {', '.join(GROUPS)} (default: the preset's, "
-        f"{' '.join(ADOPTED_GROUPS)}; with --init, a superset of the source's)",
-    )
-    parser.add_argument(
-        "--layers",
-        type=int,
-        default=d.layers,
-        metavar="N",
-        help="transformer blocks (default: the preset's, or the --init model's); with --init, "
-        "more than the source's grows it: the new blocks are appended as identities (zero "
-        "output projections), so the grown model starts out computing what its source computes",
-    )
-    parser.add_argument(
-        "--init",
-        metavar="MODEL.onnx|CHECKPOINT.pt",
-        default=d.init,
-        help="warm start from a model file's or checkpoint's weights (fresh optimiser/schedule)",
-    )
-    parser.add_argument(
-        "--follow",
-        action="store_true",
-        help="keep picking up new shards in the data directories (oneply train generate)",
-    )
-    parser.add_argument(
-        "--rescan-every", type=int, default=d.rescan_every, help="steps between looks (--follow)"
-    )
-    parser.add_argument(
-        "--max-passes",
-        type=float,
-        default=d.max_passes,
-        metavar="P",
-        help="--follow: wait for new shards rather than read the known positions more than P "
-        "times in all (0: never wait); a trainer faster than its generator then leaves the core "
-        "to it (a trainer that re-reads a few fresh positions fits them and loses held out)",
-    )
-    parser.add_argument(
-        "--loader-workers",
-        type=int,
-        default=d.loader_workers,
-        help="processes that make batches ahead (0: in the trainer); on a GPU, about one per "
-        "free core: making a batch (the facts) costs more than training on it",
-    )
-    parser.add_argument("--layout", choices=LAYOUTS, default=d.layout)
-    parser.add_argument(
-        "--steps", type=int, default=d.steps, help="steps to train (with --hours: the most)"
-    )
-    parser.add_argument(
-        "--hours",
-        type=float,
-        default=d.hours,
-        help="end this sitting after this many wall-clock hours, the cosine schedule re-planned "
-        "from the run's own pace to anneal then (for a session of known length)",
-    )
-    parser.add_argument("--batch", type=int, default=d.batch, help="positions per step per rank")
-    parser.add_argument(
-        "--micro-batch",
-        type=int,
-        default=d.micro_batch,
-        help="positions per forward/backward pass (gradient accumulation); 0 = --batch",
-    )
-    parser.add_argument("--lr", type=float, default=d.lr)
-    parser.add_argument("--min-lr-ratio", type=float, default=d.min_lr_ratio)
-    parser.add_argument("--warmup", type=int, default=d.warmup, help="warm-up steps")
-    parser.add_argument("--weight-decay", type=float, default=d.weight_decay)
-    parser.add_argument("--grad-clip", type=float, default=d.grad_clip)
-    parser.add_argument("--ema-decay", type=float, default=d.ema_decay)
-    parser.add_argument(
-        "--predictor",
-        choices=PREDICTORS,
-        default=d.predictor,
-        help="what the model predicts: av the value of every legal move (default), sv the "
-        "position's value (its best move's), bc the best move (the paper's three predictors)",
-    )
-    parser.add_argument(
-        "--target",
-        choices=("hl_gauss", "one_hot"),
-        default=d.target,
-        help="the value loss of av and sv (bc: cross-entropy over the legal moves)",
-    )
-    parser.add_argument("--sigma", type=float, default=d.sigma, help="HL-Gauss σ in bin widths")
-    parser.add_argument(
-        "--rank-weight",
-        type=float,
-        default=d.rank_weight,
-        help="add a listwise ranking loss on the expected wins with this weight (default 0: off)",
-    )
-    parser.add_argument(
-        "--rank-temperature",
-        type=float,
-        default=d.rank_temperature,
-        help="its softmax temperature, in win probability (default %(default)s)",
-    )
-    parser.add_argument(
-        "--gap-weight",
-        type=float,
-        default=d.gap_weight,
-        help="weight positions by 1 + W x (best - second value) (default 0: all alike)",
-    )
-    parser.add_argument("--bucket", type=int, default=d.bucket, help="bucketing window, batches")
-    parser.add_argument("--val-percent", type=float, default=d.val_percent)
-    parser.add_argument("--val-positions", type=int, default=d.val_positions)
-    parser.add_argument("--eval-every", type=int, default=d.eval_every)
-    parser.add_argument("--checkpoint-every", type=int, default=d.checkpoint_every)
-    parser.add_argument(
-        "--checkpoint-minutes",
-        type=float,
-        default=d.checkpoint_minutes,
-        help="also checkpoint once this many minutes passed since the last save (0: off)",
-    )
-    parser.add_argument("--log-every", type=int, default=d.log_every)
-    parser.add_argument("--seed", type=int, default=d.seed)
-    parser.add_argument(
-        "--bf16",
-        action=argparse.BooleanOptionalAction,
-        default=True,
-        help="bf16 autocast where the hardware supports it (default: on)",
-    )
-    parser.add_argument(
-        "--compile",
-        action=argparse.BooleanOptionalAction,
-        default=d.compile,
-        help="torch.compile the forward pass (inductor; a C++ compiler): about 15%% less CPU "
-        "per step for the small preset on a CPU, after a few minutes of compiling (default: off)",
-    )
-    parser.add_argument("--device", choices=("auto", "cpu", "cuda"), default=d.device)
-    parser.add_argument(
-        "--exclude-puzzles",
-        nargs="*",
-        metavar="CSV",
-        default=None,
-        help="puzzle CSVs whose positions are removed from training "
-        f"(default: {DEV_PUZZLES} when it exists)",
-    )
-    parser.add_argument(
-        "--puzzles",
-        metavar="CSV",
-        default=None,
-        help=f"puzzles solved (plain argmax) at every evaluation (default: {DEV_PUZZLES}); "
-        "their positions are never trained on",
-    )
-    parser.add_argument(
-        "--eval-puzzles",
-        type=int,
-        default=d.eval_puzzles,
-        help="evenly spaced puzzles per check (0: no puzzle check)",
-    )
+    """TrainConfig's options (declared on its fields), then the command's own."""
+    choices: dict[str, dict[str, object]] = {
+        "preset": {"choices": PRESETS},
+        "layout": {"choices": LAYOUTS},
+    }
+    add_options(parser, TrainConfig, choices)
     parser.add_argument(
         "--resume",
         action=argparse.BooleanOptionalAction,
@@ -469,21 +349,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def config_from_args(args: argparse.Namespace) -> TrainConfig:
+    """The run's TrainConfig; the dev puzzles are the default puzzles, and are excluded from
+    training, when the file exists."""
     excluded = args.exclude_puzzles
     if excluded is None:
         excluded = [str(DEV_PUZZLES)] if DEV_PUZZLES.exists() else []
     puzzles = args.puzzles
     if puzzles is None:
         puzzles = str(DEV_PUZZLES) if DEV_PUZZLES.exists() else ""
-    special = ("data", "exclude_puzzles", "puzzles", "facts")
-    names = [f for f in TrainConfig.__dataclass_fields__ if f not in special]
-    return TrainConfig(
-        data=list(args.data),
-        facts=list(args.facts),
-        exclude_puzzles=list(excluded),
-        puzzles=puzzles,
-        **{name: getattr(args, name) for name in names},
-    )
+    return from_args(TrainConfig, args, exclude_puzzles=list(excluded), puzzles=puzzles)
 
 
 def run(args: argparse.Namespace) -> int:

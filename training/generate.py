@@ -39,6 +39,7 @@ import os
 import sys
 from dataclasses import asdict, fields
 from pathlib import Path
+from typing import Any
 
 from oneply.arena.puzzles import DEV_PUZZLES
 from oneply.arena.settings import DEBIAN_BOOKS
@@ -95,7 +96,7 @@ def learner_share(args: argparse.Namespace) -> float:
     return float(share)
 
 
-def recorded_game(settings: GameSettings) -> dict:
+def recorded_game(settings: GameSettings) -> dict[str, Any]:
     """The game settings a manifest records. Without a learner its share is left out, so
     the directories written before the learner existed resume unchanged."""
     game = asdict(settings)
@@ -104,7 +105,7 @@ def recorded_game(settings: GameSettings) -> dict:
     return game
 
 
-def checked_learner(path: str) -> dict:
+def checked_learner(path: str) -> dict[str, Any]:
     """The learner's record (file name and SHA-256), once the file has loaded as a model:
     a wrong file fails here, before any game, with the model loader's message."""
     try:
@@ -116,7 +117,7 @@ def checked_learner(path: str) -> dict:
 
 def checked_inputs(
     args: argparse.Namespace, settings: GameSettings
-) -> tuple[dict, list[str], list[list[str]]]:
+) -> tuple[dict[str, Any], list[str], list[list[str]]]:
     """(the settings DIR's manifest records, the books, the ECO lines), every input checked.
 
     They are checked before anything is written: a failed start must not leave a manifest
@@ -136,7 +137,7 @@ def checked_inputs(
     return recorded, books, eco
 
 
-def check_labels(out: Path, recorded: dict, manifest: dict) -> None:
+def check_labels(out: Path, recorded: dict[str, Any], manifest: dict[str, Any]) -> None:
     """A directory holds one kind of label: refuse a rerun that asks for the other."""
     if "settings" not in manifest:
         return
@@ -149,7 +150,7 @@ def check_labels(out: Path, recorded: dict, manifest: dict) -> None:
         )
 
 
-def run_generate(args: argparse.Namespace) -> dict:
+def run_generate(args: argparse.Namespace) -> dict[str, Any]:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     for stale in remove_stale_temporaries(out):

@@ -24,12 +24,14 @@ import argparse
 import json
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import chess
 import numpy as np
 
 from oneply.engine.errors import CommandError
-from oneply.training.compact import UNSCORED, board_of_tokens, fen_of_tokens
+from oneply.engine.tokenizer import fen_of_tokens
+from oneply.training.compact import UNSCORED, board_of_tokens
 from oneply.training.dataset import AnnotatedDataset, DatasetError, find_shards
 from oneply.training.positions import PIECE_MATERIAL, game_phase
 
@@ -41,7 +43,7 @@ def _spaced(count: int, limit: int) -> np.ndarray:
     return np.unique(np.linspace(0, count - 1, min(count, limit)).astype(np.int64))
 
 
-def records(dataset: AnnotatedDataset, count: int) -> list[dict]:
+def records(dataset: AnnotatedDataset, count: int) -> list[dict[str, Any]]:
     """``count`` evenly spaced positions as {"fen", "values": {uci: win}}."""
     out = []
     for index in _spaced(len(dataset), count):
@@ -61,7 +63,7 @@ def material_balance(board: chess.Board) -> int:
     )
 
 
-def mix(dataset: AnnotatedDataset, limit: int) -> dict:
+def mix(dataset: AnnotatedDataset, limit: int) -> dict[str, Any]:
     """Histograms over an evenly spaced sample of the positions."""
     phase: Counter[str] = Counter()
     balance: Counter[int] = Counter()
@@ -92,7 +94,7 @@ def mix(dataset: AnnotatedDataset, limit: int) -> dict:
     }
 
 
-def summary(root: Path, dataset: AnnotatedDataset, limit: int) -> dict:
+def summary(root: Path, dataset: AnnotatedDataset, limit: int) -> dict[str, Any]:
     shards = find_shards(root)
     size = sum(f.stat().st_size for s in shards for f in s.iterdir() if f.is_file())
     formats = Counter(json.loads((s / "meta.json").read_text())["format"] for s in shards)
@@ -108,7 +110,7 @@ def summary(root: Path, dataset: AnnotatedDataset, limit: int) -> dict:
     }
 
 
-def table(report: dict) -> str:
+def table(report: dict[str, Any]) -> str:
     m = report["mix"]
     lines = [
         f"positions           {report['positions']:>12,}",
@@ -130,7 +132,7 @@ def table(report: dict) -> str:
     return "\n".join(lines)
 
 
-def plot(report: dict, path: Path) -> None:
+def plot(report: dict[str, Any], path: Path) -> None:
     import matplotlib
 
     matplotlib.use("Agg")

@@ -39,7 +39,7 @@ def learning_rate(step: int, config: TrainConfig) -> float:
     return config.lr * (config.min_lr_ratio + (1.0 - config.min_lr_ratio) * cosine)
 
 
-def make_optimizer(model: torch.nn.Module, config: TrainConfig, fused: bool):
+def make_optimizer(model: torch.nn.Module, config: TrainConfig, fused: bool) -> torch.optim.AdamW:
     """AdamW; matrices and embeddings decay, LayerNorm gains, biases and BOS do not."""
     decay = [p for p in model.parameters() if p.dim() >= 2]
     other = [p for p in model.parameters() if p.dim() < 2]

@@ -23,6 +23,7 @@ import argparse
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import chess
 import chess.pgn
@@ -53,7 +54,9 @@ def game_positions(game: chess.pgn.Game) -> Iterator[chess.Board]:
         yield board.copy(stack=False)
 
 
-def read_games(path: Path, first: int, shard: tuple[int, int]) -> Iterator[tuple[int, list]]:
+def read_games(
+    path: Path, first: int, shard: tuple[int, int]
+) -> Iterator[tuple[int, list[chess.Board]]]:
     """(game number, its positions) for the games from ``first`` on that belong to ``shard``."""
     k, n = shard
     with open(path, encoding="utf-8", errors="replace") as handle:
@@ -73,7 +76,7 @@ def read_games(path: Path, first: int, shard: tuple[int, int]) -> Iterator[tuple
             number += 1
 
 
-def run_pgn(args: argparse.Namespace, depth: int | None) -> dict:
+def run_pgn(args: argparse.Namespace, depth: int | None) -> dict[str, Any]:
     out: Path = args.out
     if not args.positions.is_file():
         raise SourceError(f"{args.positions}: PGN file not found")
@@ -105,7 +108,7 @@ def run_pgn(args: argparse.Namespace, depth: int | None) -> dict:
     }
 
 
-def collect(args: argparse.Namespace) -> dict:
+def collect(args: argparse.Namespace) -> dict[str, Any]:
     """One run of the source (see training/sources.py)."""
     return run_pgn(args, args.depth if args.depth or args.nodes else DEFAULT_DEPTH)
 

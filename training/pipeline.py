@@ -23,6 +23,8 @@ import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
+from typing import Any
 
 from oneply.arena.puzzles import DEV_PUZZLES
 from oneply.engine.cli import run_reporting
@@ -67,13 +69,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--quiet", action="store_true", help="no training progress bar")
 
 
-def _step_args(module, argv: list[str]) -> argparse.Namespace:
+def _step_args(module: ModuleType, argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog=module.__name__)
     module.add_arguments(parser)
     return parser.parse_args(argv)
 
 
-def _call(module, argv: list[str]) -> None:
+def _call(module: ModuleType, argv: list[str]) -> None:
     """Run a step module's own command line in this process; stop the pipeline if it fails."""
     code = run_reporting(module.run, _step_args(module, argv))
     if code:
@@ -114,7 +116,7 @@ def annotation_complete(shards: Path, positions: int, depth: int) -> bool:
     except (OSError, ValueError):
         return False
     chunks = math.ceil(positions / manifest.get("chunk_size", 1))
-    return (
+    return bool(
         manifest.get("limit", {}).get("depth") == depth
         and manifest.get("total_chunks") == chunks
         and manifest.get("chunks_done") == chunks
@@ -209,7 +211,7 @@ def export_and_evaluate(
     return model_path, report_path
 
 
-def embedded_metrics(evaluation: dict, training_val: dict) -> dict:
+def embedded_metrics(evaluation: dict[str, Any], training_val: dict[str, Any]) -> dict[str, Any]:
     """The compact metrics that travel inside the ONNX file."""
     metrics = {"train_val": training_val}
     if evaluation.get("positions"):

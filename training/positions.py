@@ -34,13 +34,13 @@ import json
 import math
 import os
 import random
-import sys
 import time
 from collections import Counter
 from collections.abc import Generator, Iterator
 from contextlib import closing
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 import chess
 import chess.engine
@@ -50,7 +50,6 @@ from tqdm import tqdm
 
 from oneply.arena.puzzles import DEV_PUZZLES
 from oneply.arena.settings import DEBIAN_BOOKS
-from oneply.engine.errors import CommandError
 from oneply.engine.files import write_json_atomic
 from oneply.engine.stockfish import (
     LOOKUP_TEXT,
@@ -70,7 +69,7 @@ from oneply.training.openings import (
     load_eco_lines,
     play_opening,
 )
-from oneply.training.workers import sigterm_as_interrupt, worker_pool
+from oneply.training.workers import add_workers_argument, run_interruptible, worker_pool
 
 PIECE_MATERIAL = {chess.KNIGHT: 3, chess.BISHOP: 3, chess.ROOK: 5, chess.QUEEN: 9}
 ENDGAME_MATERIAL = 20
@@ -128,13 +127,15 @@ class GameMaker:
 
     # self-play --------------------------------------------------------------
 
-    def _style(self, rng: random.Random) -> dict:
+    def _style(self, rng: random.Random) -> dict[str, Any]:
         """How one side plays this game: a Skill Level, or softmax sampling among MultiPV."""
         if rng.random() < 0.5:
             return {"skill": rng.randint(0, 20)}
         return {"multipv": rng.randint(2, 5), "temperature": rng.uniform(0.005, 0.1)}
 
-    def _engine_move(self, board: chess.Board, style: dict, nodes: int, rng) -> chess.Move:
+    def _engine_move(
+        self, board: chess.Board, style: dict[str, Any], nodes: int, rng: random.Random
+    ) -> chess.Move:
         limit = chess.engine.Limit(nodes=nodes)
         skill = style.get("skill", 20)
         if skill != self.skill:
@@ -150,7 +151,8 @@ class GameMaker:
         wins = [score_to_win(i["score"].relative) for i in infos]
         top = max(wins)
         weights = [math.exp((w - top) / style["temperature"]) for w in wins]
-        return rng.choices(infos, weights)[0]["pv"][0]
+        chosen: chess.Move = rng.choices(infos, weights)[0]["pv"][0]
+        return chosen
 
     def play(self, rng: random.Random) -> tuple[list[str], str]:
         """One game; returns the sampled FENs (positions with legal moves) and opening kind."""
@@ -188,7 +190,7 @@ def game_rng(settings: Settings, session: int, index: int) -> random.Random:
 
 # --------------------------------------------------------------------------- workers
 
-_worker: dict = {}
+_worker: dict[str, Any] = {}
 
 
 def _init_worker(settings: Settings, eco_lines: list[list[str]], session: int) -> None:
@@ -270,7 +272,7 @@ class Mix:
         low = board.legal_moves.count() // 5 * 5
         self.legal_moves[f"{low}-{low + 4}"] += 1
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         by_low = lambda item: int(item[0].split("-")[0])  # noqa: E731
         return {
             "phase": dict(sorted(self.phase.items())),
@@ -283,14 +285,15 @@ def manifest_path(out: Path) -> Path:
     return out.with_name(out.name + ".manifest.json")
 
 
-def write_manifest(out: Path, manifest: dict) -> None:
+def write_manifest(out: Path, manifest: dict[str, Any]) -> None:
     """Write FILE.manifest.json atomically (temporary file, fsync, rename)."""
     write_json_atomic(manifest_path(out), manifest)
 
 
-def _previous_manifest(out: Path) -> dict:
+def _previous_manifest(out: Path) -> dict[str, Any]:
     try:
-        return json.loads(manifest_path(out).read_text())
+        manifest: dict[str, Any] = json.loads(manifest_path(out).read_text())
+        return manifest
     except (OSError, ValueError):
         return {}
 
@@ -302,12 +305,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", type=Path, required=True, help="FEN file to create or extend")
     parser.add_argument("--count", type=int, required=True, help="unique positions wanted")
     parser.add_argument("--seed", type=int, default=0, help="random seed of the games")
-    parser.add_argument(
-        "--workers",
-        type=int,
-        default=os.cpu_count() or 1,
-        help="game-playing processes, one Stockfish each (default: all cores)",
-    )
+    add_workers_argument(parser, "game-playing processes, one Stockfish each (default: all cores)")
     parser.add_argument(
         "--books",
         nargs="*",
@@ -358,14 +356,10 @@ def _settings(args: argparse.Namespace) -> Settings:
 
 
 def run(args: argparse.Namespace) -> int:
-    try:
-        with sigterm_as_interrupt():
-            return _run(args)
-    except (PositionsError, OpeningsError) as error:
-        raise CommandError(f"oneply train positions: error: {error}", exit_code=2) from None
-    except KeyboardInterrupt:
-        print("\ninterrupted: the file holds whole games only; rerun to resume", file=sys.stderr)
-        return 130
+    resume = "the file holds whole games only; rerun to resume"
+    return run_interruptible(
+        "positions", lambda: _run(args), (PositionsError, OpeningsError), resume
+    )
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -395,7 +389,7 @@ def _run(args: argparse.Namespace) -> int:
         ),
     }
 
-    def manifest() -> dict:
+    def manifest() -> dict[str, Any]:
         return {
             **header,
             "count": len(seen),
@@ -443,7 +437,7 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _fresh(fens: list[str], seen: set[str], excluded: set[bytes], stats: Counter) -> list[str]:
+def _fresh(fens: list[str], seen: set[str], excluded: set[bytes], stats: Counter[str]) -> list[str]:
     """The FENs of a game that are neither known, excluded (dataset.puzzle_keys), nor repeated
     within the game."""
     fresh, keys = [], set()

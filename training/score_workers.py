@@ -13,6 +13,8 @@ from __future__ import annotations
 import multiprocessing as mp
 import os
 import time
+from collections.abc import Sequence
+from typing import Any
 
 import chess
 import chess.polyglot
@@ -25,7 +27,7 @@ from oneply.training.stockfish_scorer import StockfishScorer
 from oneply.training.workers import worker_pool
 
 #: this worker process's Stockfish and player, set by :func:`init_worker`
-_worker: dict = {}
+_worker: dict[str, Any] = {}
 
 
 def _alive() -> None:
@@ -36,8 +38,8 @@ def _alive() -> None:
 def init_worker(
     settings: GameSettings,
     stockfish: str,
-    books,
-    eco,
+    books: Sequence[str],
+    eco: list[list[str]],
     parent: int,
     labels: str = "all",
     learner: str | None = None,
@@ -80,7 +82,7 @@ def _score_fen(fen: str) -> int:
     return 1
 
 
-def stockfish_rate(workers: int, initargs: tuple, fens: list[str]) -> float | None:
+def stockfish_rate(workers: int, initargs: tuple[object, ...], fens: list[str]) -> float | None:
     """Positions/s of as many workers scoring a sample of the run's positions, nothing else.
 
     A fresh pool, so that no game of the run is still being played beside the measurement;

@@ -125,7 +125,7 @@ class GamePlayer:
         engine: StockfishScorer,
         books: list[chess.polyglot.MemoryMappedReader],
         eco_lines: list[list[str]],
-        alive=None,
+        alive: Callable[[], None] | None = None,
         learner: Learner | None = None,
     ) -> None:
         if settings.learner_share > 0 and learner is None:
@@ -150,7 +150,12 @@ class GamePlayer:
         self.engine.score_moves(board, self.settings.limit())
 
     def choose(
-        self, board: chess.Board, moves: list[chess.Move], wins: np.ndarray, temperature: float, rng
+        self,
+        board: chess.Board,
+        moves: list[chess.Move],
+        wins: np.ndarray,
+        temperature: float,
+        rng: random.Random,
     ) -> chess.Move:
         roll = rng.random()
         if roll < self.settings.random_share:
@@ -162,7 +167,7 @@ class GamePlayer:
         return self.policy_move(moves, wins, temperature, rng)
 
     def policy_move(
-        self, moves: list[chess.Move], wins: np.ndarray, temperature: float, rng
+        self, moves: list[chess.Move], wins: np.ndarray, temperature: float, rng: random.Random
     ) -> chess.Move:
         """The move drawn from the values (the shares above aside): a softmax over them at
         the game's temperature."""

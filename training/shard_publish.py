@@ -14,8 +14,9 @@ import json
 import os
 import re
 import shutil
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -78,8 +79,8 @@ def write_shard(
     states: np.ndarray,
     move_ids: Sequence[np.ndarray],
     wins: Sequence[np.ndarray],
-    meta: dict | None = None,
-) -> dict:
+    meta: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     """Write one v1 shard atomically and return its manifest entry (name, count, values, sha256).
 
     The arrays go to a hidden temporary directory beside ``path`` and are fsynced before one
@@ -89,7 +90,7 @@ def write_shard(
     """
     arrays = _pack(states, move_ids, wins)
 
-    def fill(temporary: Path) -> dict:
+    def fill(temporary: Path) -> dict[str, Any]:
         for name in ARRAYS:
             _save(temporary / f"{name}.npy", arrays[name])
         return {"format": FORMAT, "count": len(arrays["states"]), "sha256": array_sha256(temporary)}
@@ -98,15 +99,15 @@ def write_shard(
 
 
 def write_compact_shard(
-    path: Path, states: np.ndarray, wins: Sequence[np.ndarray], meta: dict | None = None
-) -> dict:
+    path: Path, states: np.ndarray, wins: Sequence[np.ndarray], meta: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """Write one v2 (compact) shard atomically: ``wins[i]`` are position i's legal moves'
     values in python-chess generation order. Returns the manifest entry, as write_shard.
     With ``meta["labels"] == "best"`` a best-only shard: one scored value per row, the others
     ``compact.UNSCORED`` (training/compact.py)."""
     arrays = compact.pack(states, wins, (meta or {}).get("labels") == compact.BEST_ONLY)
 
-    def fill(temporary: Path) -> dict:
+    def fill(temporary: Path) -> dict[str, Any]:
         compact.save(temporary, arrays)
         digest = hashlib.sha256((temporary / compact.DATA).read_bytes()).hexdigest()
         return {"format": compact.FORMAT, "count": len(arrays["states"]), "sha256": digest}
@@ -149,7 +150,12 @@ def _process_alive(pid: int) -> bool:
     return True
 
 
-def _publish(path: Path, fill, action_values: int, meta: dict | None) -> dict:
+def _publish(
+    path: Path,
+    fill: Callable[[Path], dict[str, Any]],
+    action_values: int,
+    meta: dict[str, Any] | None,
+) -> dict[str, Any]:
     """Fill a hidden temporary directory, add meta.json, fsync and rename it to ``path``."""
     temporary = temporary_path(path)
     if temporary.exists():

@@ -13,6 +13,7 @@ import argparse
 import random
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -41,7 +42,7 @@ def parse_shard(text: str) -> tuple[int, int]:
     return k, n
 
 
-def existing(out: Path, shard: str, match: dict | None = None) -> tuple[set[bytes], int]:
+def existing(out: Path, shard: str, match: dict[str, Any] | None = None) -> tuple[set[bytes], int]:
     """Dedup keys of every position in DIR's shards, and the first game no shard of this
     ``--shard`` spec (and whose meta.json has the items of ``match``) holds."""
     keys: set[bytes] = set()
@@ -90,7 +91,7 @@ class Writer:
         self,
         out: Path,
         shard: tuple[int, int],
-        meta: dict,
+        meta: dict[str, Any],
         prefix: str,
         workers: int = 1,
     ) -> None:
@@ -142,5 +143,5 @@ class Writer:
         self.records, self.first_game = [], None
 
 
-def write_manifest(out: Path, manifest: dict) -> None:
+def write_manifest(out: Path, manifest: dict[str, Any]) -> None:
     write_json_atomic(out / MANIFEST, manifest)

@@ -26,6 +26,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from multiprocessing.pool import AsyncResult
 
 import chess
 from tqdm import tqdm
@@ -37,7 +38,7 @@ from oneply.training.shard_writer import Reservoir, Writer
 from oneply.training.workers import worker_pool
 
 #: (game number the writer records, worker function, its arguments)
-Job = tuple[int, Callable[..., list[Record]], tuple]
+Job = tuple[int, Callable[..., list[Record]], tuple[object, ...]]
 
 
 @dataclass
@@ -62,7 +63,7 @@ class SourceRun:
     known: set[bytes]
     workers: int
     #: :func:`oneply.training.score_workers.init_worker`'s arguments
-    initargs: tuple
+    initargs: tuple[object, ...]
     #: a shard is written once this many positions wait (whole games, so about this many)
     shard_positions: int
     #: positions scored again by Stockfish alone at the end (0: skip the measurement)
@@ -113,7 +114,7 @@ def _loop(run: SourceRun, jobs: Iterator[Job], ahead: int, claimed: bool) -> Tot
     started = time.monotonic()
     try:
         with worker_pool(run.workers, init_worker, run.initargs, start_method="fork") as pool:
-            pending: deque = deque()
+            pending: deque[tuple[int, AsyncResult[list[Record]]]] = deque()
             while wanted is None or totals.new < wanted:
                 while len(pending) < ahead and (job := next(jobs, None)) is not None:
                     number, function, arguments = job

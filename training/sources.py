@@ -29,16 +29,17 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from oneply.engine.errors import CommandError
 from oneply.engine.stockfish import LOOKUP_TEXT
 from oneply.training.dataset import DatasetError
 from oneply.training.openings import OpeningsError
 from oneply.training.shard_writer import SourceError, data_bytes, parse_shard
+from oneply.training.workers import add_workers_argument
 
 #: step name → module of every source of scored positions
 SOURCES: dict[str, str] = {
@@ -62,7 +63,9 @@ def positive(text: str) -> int:
     return value
 
 
-def rate_fields(out: Path, total: int, new: int, seconds: float, bench: float | None) -> dict:
+def rate_fields(
+    out: Path, total: int, new: int, seconds: float, bench: float | None
+) -> dict[str, Any]:
     """What every source reports about its speed: its own rate, Stockfish's alone, the
     overhead between them, and the bytes a position takes on disk."""
     rate = new / max(seconds, 1e-9)
@@ -75,7 +78,9 @@ def rate_fields(out: Path, total: int, new: int, seconds: float, bench: float | 
     }
 
 
-def run_source(name: str, collect: Callable[[argparse.Namespace], dict], args) -> int:
+def run_source(
+    name: str, collect: Callable[[argparse.Namespace], dict[str, Any]], args: argparse.Namespace
+) -> int:
     """One source run as a command: its result as one line (or JSON with ``--json``); bad
     input a CommandError; an interrupted run keeps its whole games and exits 130."""
     try:
@@ -100,11 +105,8 @@ def add_scoring_arguments(parser: argparse.ArgumentParser, exclude_default: str)
         "--depth", type=positive, help=f"search depth per position (default {DEFAULT_DEPTH})"
     )
     limit.add_argument("--nodes", type=positive, help="node budget per position instead")
-    parser.add_argument(
-        "--workers",
-        type=positive,
-        default=os.cpu_count() or 1,
-        help="Stockfish processes, one thread each (default: all cores)",
+    add_workers_argument(
+        parser, "Stockfish processes, one thread each (default: all cores)", positive
     )
     parser.add_argument(
         "--chunk-size", type=positive, default=DEFAULT_CHUNK_SIZE, help="positions per shard"

@@ -24,6 +24,7 @@ run was resumed.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from types import TracebackType
 
 import chess
@@ -101,7 +102,9 @@ class StockfishScorer:
         self._send = self.pipe.send
         self._lines_until = self.pipe.lines_until
 
-    def _search(self, board: chess.Board, limit: chess.engine.Limit, moves: list[chess.Move]):
+    def _search(
+        self, board: chess.Board, limit: chess.engine.Limit, moves: list[chess.Move]
+    ) -> Collection[tuple[chess.engine.Score, str]]:
         """Last (score, first move) of each MultiPV line of one search from a fresh game."""
         multipv = max(1, len(moves))
         if multipv != self.multipv:

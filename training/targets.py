@@ -17,6 +17,8 @@ action accuracy needs every child scored: the puzzle check does that.)"""
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 import torch.nn.functional as F
 
@@ -44,7 +46,8 @@ def hl_gauss_targets(
     edges = torch.as_tensor(all_bin_edges(num_bins), dtype=torch.float32, device=wins.device)
     cdf = torch.special.erf((edges - wins.float().unsqueeze(-1)) / hl_gauss_scale(num_bins, sigma))
     mass = cdf[..., 1:] - cdf[..., :-1]
-    return mass / mass.sum(dim=-1, keepdim=True)
+    targets: torch.Tensor = mass / mass.sum(dim=-1, keepdim=True)
+    return targets
 
 
 def one_hot_targets(wins: torch.Tensor, num_bins: int = NUM_BINS) -> torch.Tensor:
@@ -76,9 +79,10 @@ def action_hits(log_probs: torch.Tensor, wins: torch.Tensor, mask: torch.Tensor)
     return chosen >= best - BEST_TOLERANCE
 
 
-def predictor_of(model) -> str:
+def predictor_of(model: torch.nn.Module) -> str:
     """The predictor of a model, also when wrapped (DistributedDataParallel's ``module``)."""
-    return str(getattr(model, "module", model).config.predictor)
+    inner: Any = getattr(model, "module", model)
+    return str(inner.config.predictor)
 
 
 def position_values(batch: Batch) -> torch.Tensor:
@@ -96,19 +100,23 @@ def label_count(batch: Batch, predictor: str) -> int:
     return batch.action_values if predictor == "av" else len(batch.states)
 
 
-def forward(model, batch: Batch, layout: str) -> torch.Tensor:
+def forward(model: torch.nn.Module, batch: Batch, layout: str) -> torch.Tensor:
     """Log-probs [B, N, K]; per_move runs only the real (position, move) pairs. sv: [B, K],
     bc: [B, N] (training/model.py; no layout)."""
     if predictor_of(model) != "av":
-        return model(batch.states, batch.moves, layout, batch.square_facts, None)
+        values: torch.Tensor = model(batch.states, batch.moves, layout, batch.square_facts, None)
+        return values
     if layout == "shared":
-        return model(batch.states, batch.moves, "shared", batch.square_facts, batch.move_facts)
+        shared: torch.Tensor = model(
+            batch.states, batch.moves, "shared", batch.square_facts, batch.move_facts
+        )
+        return shared
     rows, cols = batch.mask.nonzero(as_tuple=True)
     squares = None if batch.square_facts is None else batch.square_facts[rows]
     per_move = None if batch.move_facts is None else batch.move_facts[rows, cols].unsqueeze(1)
     moves = batch.moves[rows, cols].unsqueeze(1)
     flat = model(batch.states[rows], moves, "per_move", squares, per_move)
-    out = flat.new_zeros(*batch.moves.shape, flat.shape[-1])
+    out: torch.Tensor = flat.new_zeros(*batch.moves.shape, flat.shape[-1])
     out[rows, cols] = flat[:, 0]
     return out
 

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import torch
 
-from oneply.engine.features import MOVE_FACTS, SQUARE_FACTS
+from oneply.engine.features import MOVE_FACTS, SQUARE_FACTS, Fact
 from oneply.training.batches import Batch, collate
 from oneply.training.config import TrainConfig
 from oneply.training.device import autocast, bf16_supported
@@ -37,7 +39,9 @@ def synthetic_batch(positions: int, rng: np.random.Generator) -> Batch:
     return batch
 
 
-def _random_facts(rng: np.random.Generator, shape: tuple[int, ...], declared) -> torch.Tensor:
+def _random_facts(
+    rng: np.random.Generator, shape: tuple[int, ...], declared: Sequence[Fact]
+) -> torch.Tensor:
     sizes = np.array([fact.size for fact in declared])
     return torch.from_numpy((rng.random((*shape, len(sizes))) * sizes).astype(np.int64))
 
@@ -49,7 +53,7 @@ PER_MOVE_MICRO = 4
 
 def benchmark(
     presets: list[str], batch: int, steps: int, per_move_micro: int = PER_MOVE_MICRO
-) -> list[dict]:
+) -> list[dict[str, Any]]:
     """Training throughput (action values/s) for each preset × layout × precision.
 
     Synthetic batches of `batch` positions (≈ 35 legal moves each); forward, backward and AdamW
@@ -73,7 +77,9 @@ def benchmark(
     return rows
 
 
-def benchmark_one(config: TrainConfig, device: torch.device, bf16: bool, steps: int) -> dict:
+def benchmark_one(
+    config: TrainConfig, device: torch.device, bf16: bool, steps: int
+) -> dict[str, Any]:
     torch.manual_seed(0)
     model = ActionValueModel(PRESETS[config.preset]).to(device).train()
     optimizer = make_optimizer(model, config, fused=device.type == "cuda")
@@ -109,7 +115,7 @@ def benchmark_one(config: TrainConfig, device: torch.device, bf16: bool, steps: 
     }
 
 
-def format_row(row: dict) -> str:
+def format_row(row: dict[str, Any]) -> str:
     return (
         f"{row['preset']:>6}  {row['layout']:>8}  {row['precision']:>4}  "
         f"batch {row['batch']:>4}  micro {row['micro_batch']:>4}  "

@@ -12,18 +12,25 @@ import chess
 import numpy as np
 import torch
 
-from oneply.arena.puzzles import solve_puzzles
+from oneply.arena.puzzles import Puzzle, solve_puzzles
 from oneply.engine.encoding import EncodedBatch
 from oneply.engine.files import atomic_path
 from oneply.engine.inference import MoveScore, score_positions
 from oneply.training.batches import collate
 from oneply.training.config import TrainConfig
+from oneply.training.data_feed import Positions
 from oneply.training.device import autocast
 from oneply.training.targets import forward, hits, label_count, loss_sum, predictor_of
 
 
 @torch.no_grad()
-def validate(model, dataset, config: TrainConfig, device, bf16: bool) -> dict:
+def validate(
+    model: torch.nn.Module,
+    dataset: Positions,
+    config: TrainConfig,
+    device: torch.device,
+    bf16: bool,
+) -> dict[str, float]:
     """Loss and action accuracy over (up to val_positions of) the validation split."""
     count = min(len(dataset), config.val_positions)
     total_loss = total_labels = solved = 0.0
@@ -69,7 +76,9 @@ class TorchScorer:
         return out
 
 
-def puzzle_check(model, puzzles: list, device, layout: str, bf16: bool) -> dict:
+def puzzle_check(
+    model: torch.nn.Module, puzzles: list[Puzzle], device: torch.device, layout: str, bf16: bool
+) -> dict[str, float]:
     """Share of `puzzles` solved with plain argmax (the `oneply eval` rule)."""
     solved = solve_puzzles(TorchScorer(model, device, layout, bf16), puzzles, progress=False)
     return {"accuracy": float(np.mean(solved)) if solved else 0.0, "count": len(solved)}
@@ -109,6 +118,6 @@ def plot_metrics(metrics_path: Path, png_path: Path) -> None:
     plt.close(fig)
 
 
-def append_metrics(path: Path, row: dict) -> None:
+def append_metrics(path: Path, row: dict[str, Any]) -> None:
     with open(path, "a") as file:
         file.write(json.dumps(row) + "\n")

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -36,7 +37,7 @@ class InitSource:
     layout: str = "shared"
 
 
-def _model_config(path: Path, values: dict) -> ModelConfig:
+def _model_config(path: Path, values: dict[str, Any]) -> ModelConfig:
     known = {f.name for f in fields(ModelConfig)}
     unknown = sorted(set(values) - known)
     if unknown or not {"layers", "heads", "width"} <= set(values):
@@ -221,7 +222,7 @@ def load_weights(model: ActionValueModel, source: InitSource) -> None:
 
 
 def run_architecture(
-    config: TrainConfig, checkpoint: dict | None
+    config: TrainConfig, checkpoint: dict[str, Any] | None
 ) -> tuple[TrainConfig, ModelConfig, InitSource | None]:
     """The run's config with its preset filled in, its architecture, and the --init source.
 

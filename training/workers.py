@@ -18,6 +18,7 @@ What it guarantees, and why each part is needed:
 
 from __future__ import annotations
 
+import argparse
 import ctypes
 import multiprocessing as mp
 import multiprocessing.pool
@@ -27,6 +28,8 @@ import sys
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
+
+from oneply.engine.errors import CommandError
 
 PR_SET_PDEATHSIG = 1
 
@@ -58,6 +61,32 @@ def sigterm_as_interrupt() -> AbstractContextManager[None]:
     return _sigterm_handler(interrupt)
 
 
+def run_interruptible(
+    command: str,
+    body: Callable[[], int],
+    errors: tuple[type[Exception], ...],
+    interrupted: str,
+) -> int:
+    """`oneply train <command>`'s body with SIGTERM as Ctrl-C: the `errors` it expects become
+    a CommandError (exit 2); an interruption prints "interrupted: `interrupted`" and exits 130,
+    the finished work kept."""
+    try:
+        with sigterm_as_interrupt():
+            return body()
+    except errors as error:
+        raise CommandError(f"oneply train {command}: error: {error}", exit_code=2) from None
+    except KeyboardInterrupt:
+        print(f"\ninterrupted: {interrupted}", file=sys.stderr)
+        return 130
+
+
+def add_workers_argument(
+    parser: argparse.ArgumentParser, help: str, parse: Callable[[str], int] = int
+) -> None:
+    """``--workers``: how many processes (default: one per core)."""
+    parser.add_argument("--workers", type=parse, default=os.cpu_count() or 1, help=help)
+
+
 def die_with_parent(parent: int) -> None:
     """Ask the kernel to SIGKILL this process when its parent dies; exit now if it has."""
     if sys.platform.startswith("linux"):
@@ -67,7 +96,9 @@ def die_with_parent(parent: int) -> None:
         os._exit(1)
 
 
-def _start_worker(parent: int, initializer: Callable | None, initargs: tuple) -> None:
+def _start_worker(
+    parent: int, initializer: Callable[..., object] | None, initargs: tuple[object, ...]
+) -> None:
     die_with_parent(parent)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -78,8 +109,8 @@ def _start_worker(parent: int, initializer: Callable | None, initargs: tuple) ->
 @contextmanager
 def worker_pool(
     workers: int,
-    initializer: Callable | None = None,
-    initargs: tuple = (),
+    initializer: Callable[..., object] | None = None,
+    initargs: tuple[object, ...] = (),
     start_method: str = "spawn",
 ) -> Iterator[multiprocessing.pool.Pool]:
     """A process pool whose workers never outlive the run; terminated and joined on exit.

@@ -10,6 +10,7 @@ import chess.engine
 import onnxruntime as ort
 import pytest
 
+from oneply.engine.stockfish import open_stockfish
 from tests.conftest import ENGINE_CMD, REPO, stockfish_path
 from tests.helpers.uci import UCI_CMD, RawEngine
 
@@ -25,9 +26,8 @@ def raw_engine(tiny_onnx):
 def test_full_game_against_stockfish_with_clock():
     """Every bestmove legal (python-chess checks) and inside its clock budget."""
     oneply = chess.engine.SimpleEngine.popen_uci(UCI_CMD, cwd=REPO)
-    stockfish = chess.engine.SimpleEngine.popen_uci(stockfish_path())
+    stockfish = open_stockfish(stockfish_path(), {"Skill Level": 0, "Threads": 1})
     try:
-        stockfish.configure({"Skill Level": 0, "Threads": 1})
         assert oneply.id["name"].startswith("oneply")
         board = chess.Board()
         clock = {chess.WHITE: 20.0, chess.BLACK: 20.0}
