@@ -29,9 +29,21 @@ if ! command -v podman >/dev/null || ! command -v debootstrap >/dev/null; then
 fi
 
 # Python packages: the engine, plus the CPU build of torch (pinned: an unpinned torch pulls CUDA).
-# They go where `python3` is: the Quickstart's .venv when it is active (as in .ci/run).
-echo "run.sh: installing oneply[test] into $(python3 -c 'import sys; print(sys.prefix)')" >&2
-python3 -m pip install -q -e ".[test]"
+# They go where `python3` is: the Quickstart's .venv when it is active (as in .ci/run). The
+# install is editable, so only the package's declaration and the C sources (built by setup.py)
+# ask for another: a stamp in the environment records them, and a rerun with nothing changed
+# skips pip (a fresh environment, as CI's, has no stamp and installs).
+prefix=$(python3 -c 'import sys; print(sys.prefix)')
+stamp="$prefix/.oneply-test-install"
+inputs=$({ cat pyproject.toml setup.py; find engine/csrc -type f | sort | xargs cat; } 2>/dev/null | sha256sum)
+if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$PWD $inputs" ]; then
+  echo "run.sh: oneply[test] already installed into $prefix (nothing changed since)" >&2
+else
+  echo "run.sh: installing oneply[test] into $prefix" >&2
+  rm -f "$stamp"
+  python3 -m pip install -q -e ".[test]"
+  echo "$PWD $inputs" > "$stamp"
+fi
 
 # Syzygy 3-4-piece tables (adjudication tests) ship in python-chess's source distribution.
 if [ -z "${ONEPLY_SYZYGY:-}" ]; then
