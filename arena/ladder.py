@@ -160,13 +160,15 @@ def plot(path: str, title: str, levels: dict[int, Level], rating: elo.RatingFit)
     return True
 
 
+#: what `oneply ladder --help` says under the options
+EPILOG = """\
+Plays the model against Stockfish with UCI_LimitStrength at UCI_Elo levels chosen
+adaptively (each next level at the current estimate), then fits one rating.
+"""
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.formatter_class = argparse.RawDescriptionHelpFormatter
-    parser.epilog = (
-        "Plays the model against Stockfish with UCI_LimitStrength at UCI_Elo levels chosen\n"
-        "adaptively (each next level at the current estimate), then fits one rating.\n"
-        "Caveat: " + CAVEAT
-    )
+    match.describe(parser, EPILOG + "Caveat: " + CAVEAT)
     parser.add_argument("model", nargs="?", help="ONNX model file (sets the UCI option ModelFile)")
     parser.add_argument(
         "--engine",

@@ -123,19 +123,27 @@ def add_engine_arguments(parser: argparse.ArgumentParser, default_tc: str = "10+
     adj.add_argument("--syzygy", metavar="DIR", help="Syzygy tablebase directory (optional)")
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
+#: what `oneply match --help` says under the options
+EPILOG = """\
+Engines are command lines (split like a shell would). UCI options go with
+--option-a/--option-b NAME=VALUE (repeatable; --option sets both), e.g.
+  oneply match "oneply uci" /usr/games/stockfish --option-a ModelFile=m.onnx \\
+      --option-b "Skill Level=3" --games 100 --tc 10+0.1 --pgn out.pgn
+Game 2k and 2k+1 share an opening with colours swapped; Elo is reported from
+engine A's side with a 95% interval from pentanomial (pair) statistics.
+A crash, illegal move or time forfeit loses the game for that engine.
+Built-in engines by name: {names}, e.g.
+  oneply match oneply greedy --option-a ModelFile=m.onnx --games 40"""
+
+
+def describe(parser: argparse.ArgumentParser, epilog: str) -> None:
+    """`epilog` under a command's options, its lines as written."""
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
-    parser.epilog = (
-        "Engines are command lines (split like a shell would). UCI options go with\n"
-        "--option-a/--option-b NAME=VALUE (repeatable; --option sets both), e.g.\n"
-        '  oneply match "oneply uci" /usr/games/stockfish --option-a ModelFile=m.onnx \\\n'
-        '      --option-b "Skill Level=3" --games 100 --tc 10+0.1 --pgn out.pgn\n'
-        "Game 2k and 2k+1 share an opening with colours swapped; Elo is reported from\n"
-        "engine A's side with a 95% interval from pentanomial (pair) statistics.\n"
-        "A crash, illegal move or time forfeit loses the game for that engine.\n"
-        f"Built-in engines by name: {NAMES_TEXT}, e.g.\n"
-        "  oneply match oneply greedy --option-a ModelFile=m.onnx --games 40"
-    )
+    parser.epilog = epilog
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    describe(parser, EPILOG.format(names=NAMES_TEXT))
     parser.add_argument("engine_a", help="command line of engine A, or a built-in name")
     parser.add_argument("engine_b", help="command line of engine B, or a built-in name")
     parser.add_argument("--games", type=int, default=10, help="number of games (default 10)")

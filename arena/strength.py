@@ -244,15 +244,17 @@ def parse_nodes(text: str) -> list[int]:
     return nodes
 
 
+#: what `oneply strength --help` says under the options
+EPILOG = """\
+Dev puzzles (argmax and full policy), then games vs random, greedy, Stockfish
+Skill Level 0 and UCI_Elo levels, combined into one rating with a 95% interval.
+  oneply strength new.onnx --baseline models/oneply-small.onnx --plot s.png
+  oneply strength --merge run1.json run2.json   (runs of other seeds as one)
+"""
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.formatter_class = argparse.RawDescriptionHelpFormatter
-    parser.epilog = (
-        "Dev puzzles (argmax and full policy), then games vs random, greedy, Stockfish\n"
-        "Skill Level 0 and UCI_Elo levels, combined into one rating with a 95% interval.\n"
-        "  oneply strength new.onnx --baseline models/oneply-small.onnx --plot s.png\n"
-        "  oneply strength --merge run1.json run2.json   (runs of other seeds as one)\n"
-        "Caveat: " + CAVEAT
-    )
+    match.describe(parser, EPILOG + "Caveat: " + CAVEAT)
     parser.add_argument("model", nargs="?", help="ONNX model file")
     parser.add_argument(
         "--merge",
