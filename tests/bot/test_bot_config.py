@@ -18,6 +18,7 @@ import yaml
 
 from oneply.bot.config import load_config, parse_config, startup_warnings
 from oneply.bot.lichess import Backoff
+from oneply.engine.cli import main as cli_main
 from tests.conftest import REPO
 
 SECRET = "lip_Sup3rSecretT0ken"
@@ -164,20 +165,39 @@ def run_bot(*args: str, cwd: Path = REPO, timeout: float = 60) -> subprocess.Com
     )
 
 
-@pytest.mark.parametrize("name, contents, fragment", VARIANTS, ids=[v[0] for v in VARIANTS])
-def test_malformed_config_is_one_short_line_and_exit_2(tmp_path, name, contents, fragment):
+def _write_variant(tmp_path: Path, contents: str | bytes | None) -> Path:
     path = tmp_path / "config.yml"
     if contents is None:  # a PGN folder under a regular file: nobody can create it
         (tmp_path / "plain-file").write_text("x")
         contents = _yaml({"pgn_directory": str(tmp_path / "plain-file" / "games")})
-    if isinstance(contents, str):
-        contents = contents.encode()
-    path.write_bytes(contents)
-    proc = run_bot("--config", str(path))
-    output = proc.stdout + proc.stderr
-    assert proc.returncode == 2, output[-2000:]
-    lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1 and proc.stdout == "", output[-2000:]
+    path.write_bytes(contents.encode() if isinstance(contents, str) else contents)
+    return path
+
+
+@pytest.mark.parametrize("name, contents, fragment", VARIANTS, ids=[v[0] for v in VARIANTS])
+def test_malformed_config_is_one_short_line_and_exit_2(
+    tmp_path, monkeypatch, capsys, name, contents, fragment
+):
+    """`oneply bot` in this process (a process each took seconds: Python and the imports);
+    the next test runs a few as the command line does."""
+    monkeypatch.delenv("LICHESS_BOT_TOKEN", raising=False)
+    code = cli_main(["bot", "--config", str(_write_variant(tmp_path, contents))])
+    out, err = capsys.readouterr()
+    _assert_one_short_line(code, out, err, fragment)
+
+
+@pytest.mark.parametrize("name", ["token-unterminated-quote", "non-utf8-byte", "unknown-key-huge"])
+def test_malformed_config_as_a_process_is_one_short_line_and_exit_2(tmp_path, name):
+    _, contents, fragment = next(v for v in VARIANTS if v[0] == name)
+    proc = run_bot("--config", str(_write_variant(tmp_path, contents)))
+    _assert_one_short_line(proc.returncode, proc.stdout, proc.stderr, fragment)
+
+
+def _assert_one_short_line(code: int, stdout: str, stderr: str, fragment: str) -> None:
+    output = stdout + stderr
+    assert code == 2, output[-2000:]
+    lines = stderr.strip().splitlines()
+    assert len(lines) == 1 and stdout == "", output[-2000:]
     assert len(lines[0]) < 400, lines[0][:600]
     assert "Traceback" not in output and "event=model_loaded" not in output
     assert fragment in lines[0], lines[0]
