@@ -23,7 +23,7 @@ ENV PYTHONUNBUFFERED=1 \
     ONEPLY_HEARTBEAT=/tmp/oneply-bot.heartbeat
 # build-time checks of the compiled core's install: Python's headers present; the core built
 ARG HEADERS_PRESENT="import os, sys, sysconfig; sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()['include'], 'Python.h')))"
-ARG NATIVE_BUILT="from oneply.engine import native; assert native.available(), native.REASON"
+ARG NATIVE_BUILT="from oneply.engine.facts import native; assert native.available(), native.REASON"
 # hadolint ignore=DL3008
 RUN apt-get update \
     && apt-get install -y --no-install-recommends stockfish \
@@ -62,7 +62,7 @@ ENV PYTHONUNBUFFERED=1 \
     ONEPLY_HEARTBEAT=/tmp/oneply-bot.heartbeat
 # build-time checks of the compiled core's install: Python's headers present; the core built
 ARG HEADERS_PRESENT="import os, sys, sysconfig; sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()['include'], 'Python.h')))"
-ARG NATIVE_BUILT="from oneply.engine import native; assert native.available(), native.REASON"
+ARG NATIVE_BUILT="from oneply.engine.facts import native; assert native.available(), native.REASON"
 # hadolint ignore=DL3008
 RUN apt-get update \
     && apt-get install -y --no-install-recommends python3 python3-venv stockfish \

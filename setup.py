@@ -2,7 +2,7 @@
 
 Everything else about the package is declared in pyproject.toml. The extension is optional: a
 machine without a C compiler still installs oneply, and the engine then runs the Python path
-(engine/features.py, the specification) and says so once on stderr.
+(engine/facts/features.py, the specification) and says so once on stderr.
 """
 
 from setuptools import Extension, setup

@@ -7,10 +7,11 @@ a profile: docs/studies/threats-facts.md).
 
 Method: Stockfish scores the position before and after each of the player's moves (a fixed
 depth, one line). A move that lowers the player's expected score (Lichess's formula,
-engine/values.py) by ``--drop`` or more is *costly*, and goes in the first class that fits:
+engine/model/values.py) by ``--drop`` or more is *costly*, and goes in the first class that fits:
 
 1. ``mate``: Stockfish now sees a forced mate against the player;
-2. ``moved_piece``: the move's own static exchange nets −2 pawns or worse (engine/exchange.py);
+2. ``moved_piece``: the move's own static exchange nets −2 pawns or worse
+   (engine/facts/exchange.py);
 3. ``missed_capture``: Stockfish's move was a capture netting 2 pawns or more, the played move
    nets less;
 4. ``left_en_prise``: Stockfish's reply captures on another square and nets 2 pawns or more;
@@ -37,9 +38,9 @@ import chess.pgn
 from tqdm import tqdm
 
 from oneply.engine.errors import CommandError
-from oneply.engine.exchange import move_exchange
+from oneply.engine.facts.exchange import move_exchange
+from oneply.engine.model.values import score_to_win
 from oneply.engine.stockfish import LOOKUP_TEXT, close_stockfish, open_stockfish
-from oneply.engine.values import score_to_win
 
 #: the classes, in the order a costly move is tried against them, with what the table prints
 KINDS: dict[str, str] = {

@@ -2,7 +2,7 @@
 
 Why: against Stockfish's weakest levels the searchless engine loses games less to deep tactics
 than to "the knight goes where a pawn takes it" — a piece moved onto a square the opponent wins
-by plain exchange. The suite counts such moves for both sides (engine/exchange.py's swap rule:
+by plain exchange. The suite counts such moves for both sides (engine/facts/exchange.py's swap rule:
 a move whose exchange on its destination nets the mover −2 pawns or worse, so a minor piece or
 more, not a pawn offered for activity), so a new model's report shows whether it hangs fewer
 pieces, not only whether it scores more. A sacrifice that works counts too: read the rate beside
@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import chess
 import chess.pgn
 
-from oneply.engine.exchange import move_exchange
+from oneply.engine.facts.exchange import move_exchange
 
 #: a move "gives material" when its static exchange nets the mover this many pawns or fewer
 GIVES_AWAY = -2

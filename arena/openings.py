@@ -1,7 +1,7 @@
 """Openings for paired games: random walks through a polyglot book, EPD or PGN files.
 
-The walk through a book is engine/books.py's ``weighted_walk``, the one the bot, the policy
-play-outs and the data engine's games (training/openings.py) take too.
+The walk through a book is engine/play/books.py's ``weighted_walk``, the one the bot, the policy
+play-outs and the data engine's games (training/data/openings.py) take too.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import chess.pgn
 import chess.polyglot
 
 from oneply.arena.settings import DEFAULT_BOOK, DEFAULT_BOOK_PLIES, Opening
-from oneply.engine.books import weighted_walk
+from oneply.engine.play.books import weighted_walk
 
 
 def load_openings(

@@ -46,13 +46,13 @@ import chess.polyglot
 
 from oneply.arena.puzzles import read_puzzles, solve_puzzles
 from oneply.arena.settings import DEFAULT_BOOK
-from oneply.engine.books import weighted_walk
-from oneply.engine.inference import MoveScore, MoveScorer
-from oneply.engine.model_file import add_model_argument
-from oneply.engine.policy import MovePolicy
-from oneply.engine.policy_config import PolicyConfig
+from oneply.engine.model.model_file import add_model_argument
+from oneply.engine.model.values import cp_to_win, quantise
+from oneply.engine.play.books import weighted_walk
+from oneply.engine.play.inference import MoveScore, MoveScorer
+from oneply.engine.play.policy import MovePolicy
+from oneply.engine.play.policy_config import PolicyConfig
 from oneply.engine.stockfish import close_stockfish, multipv_scores, open_stockfish
-from oneply.engine.values import cp_to_win, quantise
 
 MATE_CP = 100_000
 
@@ -165,7 +165,7 @@ def make_scorer(kind: str, model: str | None, seed: int) -> tuple[MoveScorer, Ca
     if kind == "oracle":
         oracle = QuantisedOracle(seed=seed)
         return oracle, oracle.close
-    from oneply.engine.inference import Scorer
+    from oneply.engine.play.inference import Scorer
 
     return Scorer(model, threads=1), lambda: None
 

@@ -23,7 +23,7 @@ import numpy as np
 from tqdm import tqdm
 
 if TYPE_CHECKING:  # onnxruntime stays unimported for callers that only want DEV_PUZZLES
-    from oneply.engine.inference import MoveScore, MoveScorer
+    from oneply.engine.play.inference import MoveScore, MoveScorer
 
 #: 1,000 Lichess puzzles (evaluation only: training excludes every position on their lines)
 DEV_PUZZLES = Path(__file__).resolve().parent / "data" / "puzzles-dev.csv"

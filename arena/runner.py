@@ -26,7 +26,7 @@ from oneply.arena.game import GameJob, GameOver, GameRunner
 from oneply.arena.pgn import build_pgn
 from oneply.arena.results import GameRecord, MatchResult, Scoreboard
 from oneply.arena.settings import TERM_ABANDONED, TERM_UNTERMINATED, EngineSpec, MatchSettings
-from oneply.engine.books import open_tablebase
+from oneply.engine.play.books import open_tablebase
 
 
 class Match:

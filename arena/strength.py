@@ -20,7 +20,7 @@ its interval: whether a new model beats the last one, in one command. ``--games-
 plays the two against each other (arena/head_to_head.py): one interval instead of two that add
 up, on another question (which of two relatives wins, not what either scores against the
 anchors). ``--search-nodes N``
-runs the model a second time with look-ahead (engine/search.py): games with the UCI option
+runs the model a second time with look-ahead (engine/play/search.py): games with the UCI option
 ``Search`` at the same time control (the clock bounds the search), puzzles searched N nodes
 per move; the report puts the two side by side.
 """
@@ -172,10 +172,10 @@ def solve_dev_puzzles(
 ) -> dict[str, Any]:
     """Puzzle accuracy by rating band: plain argmax, and the full move policy (no sampling:
     a puzzle asks for the best move); with `search_nodes`, each move searched that far."""
-    from oneply.engine.inference import MoveScorer, Scorer
-    from oneply.engine.policy import MovePolicy
-    from oneply.engine.policy_config import PolicyConfig
-    from oneply.engine.search import SearchScorer
+    from oneply.engine.play.inference import MoveScorer, Scorer
+    from oneply.engine.play.policy import MovePolicy
+    from oneply.engine.play.policy_config import PolicyConfig
+    from oneply.engine.play.search import SearchScorer
 
     puzzles = read_puzzles(Path(path), limit)
     scorer: MoveScorer = Scorer(model)

@@ -3,7 +3,7 @@
 Each game thread submits its position and waits. The worker takes the first pending
 position, gathers whatever else arrives within a short window (a few ms) and calls
 `MoveScorer.score_many` once, so 8 games cost about one batched forward pass instead of 8.
-When inference fails the game still moves (engine/fallback.py: the same rule as the UCI
+When inference fails the game still moves (engine/play/fallback.py: the same rule as the UCI
 engine), because losing on time to a bug is worse than one weak move.
 """
 
@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 import chess
 
-from oneply.engine.inference import MoveScore, MoveScorer
+from oneply.engine.play.inference import MoveScore, MoveScorer
 
 log = logging.getLogger("oneply.bot")
 

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 import chess
 
 from oneply.bot.batcher import InferenceBatcher
-from oneply.engine.inference import MoveScorer
-from oneply.engine.model_file import add_model_argument
+from oneply.engine.model.model_file import add_model_argument
+from oneply.engine.play.inference import MoveScorer
 
 
 @dataclass
@@ -102,7 +102,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--threads", type=int, default=None, help="onnxruntime threads")
     add_model_argument(parser)
     args = parser.parse_args(argv)
-    from oneply.engine.inference import Scorer
+    from oneply.engine.play.inference import Scorer
 
     scorer = Scorer(args.model, args.threads)
     print(f"model {scorer.path.name}, provider {scorer.provider}, threads {args.threads or 'all'}")

@@ -2,7 +2,7 @@
 endgame tablebases (config.yml `engine.polyglot` and `engine.syzygy`, lichess-bot's names).
 
 The book step is the project's one weighted walk through a polyglot book
-(engine/books.weighted_walk, one ply), and the tables open through engine/books'
+(engine/play/books.weighted_walk, one ply), and the tables open through engine/play/books'
 open_tablebase, as the matches' adjudication does. Each move says which rule chose it
 (`book`, `tablebase_win`, `tablebase_draw`, `tablebase_loss`), and bot/game.py logs it as the
 move's `rule=`.
@@ -25,7 +25,7 @@ import chess.polyglot
 import chess.syzygy
 
 from oneply.bot.config import EngineConfig
-from oneply.engine.books import open_tablebase, weighted_walk
+from oneply.engine.play.books import open_tablebase, weighted_walk
 
 log = logging.getLogger("oneply.bot")
 

@@ -27,7 +27,7 @@ import chess
 
 from oneply.bot.config import ChatConfig
 from oneply.bot.config_checks import MAX_CHAT
-from oneply.engine.inference import MoveScore
+from oneply.engine.play.inference import MoveScore
 
 log = logging.getLogger("oneply.bot")
 

@@ -71,7 +71,7 @@ def describe_engine(scorer: Any, config: BotConfig) -> str:
     if info is None:
         return f"{engine} ({type(scorer).__name__})"
     try:
-        from oneply.engine.architecture import parameters
+        from oneply.engine.model.architecture import parameters
 
         count = sum(math.prod(p.shape) for p in parameters(info.config))
         size = f", {count / 1e6:.2f}M parameters"

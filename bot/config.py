@@ -35,7 +35,7 @@ from oneply.bot.config_checks import (
     require,
 )
 from oneply.bot.config_yaml import read_yaml
-from oneply.engine.policy_config import PolicyConfig, PolicyOptionError, policy_from_mapping
+from oneply.engine.play.policy_config import PolicyConfig, PolicyOptionError, policy_from_mapping
 from oneply.engine.stockfish import find_stockfish
 
 __all__ = ["BotConfig", "ConfigError", "load_config", "parse_config", "write_default_config"]
@@ -73,9 +73,9 @@ class RateLimitConfig:
 
 @dataclass
 class SearchConfig:
-    """Look-ahead (engine/search.py), off by default: the bot then plays as the searchless
+    """Look-ahead (engine/play/search.py), off by default: the bot then plays as the searchless
     engine. On, each move searches until `nodes` network evaluations (null: no node bound)
-    or `time_share` of the move's clock budget (engine/clock.py), whichever comes first; the
+    or `time_share` of the move's clock budget (engine/play/clock.py), whichever comes first; the
     move policy then chooses among the searched moves, as with the UCI option Search."""
 
     enabled: bool = False
@@ -108,7 +108,7 @@ class SyzygyConfig:
 @dataclass
 class EngineConfig:
     """The model and the move policy. `policy` is parsed and checked by the engine's one
-    parser of policy settings (engine/policy_config.py), the same that serves UCI."""
+    parser of policy settings (engine/play/policy_config.py), the same that serves UCI."""
 
     model: str | None = bound(None, 0, MAX_PATH)
     threads: int | None = bound(None, 1, MAX_THREADS)

@@ -28,12 +28,12 @@ from oneply.bot.config import BotConfig
 from oneply.bot.config_checks import MAX_CHAT
 from oneply.bot.lichess import Lichess, RateLimited, is_transient, status_of
 from oneply.bot.payloads import ChatLine, Clock, GameFull, GameState, Player
-from oneply.engine.clock import MAX_THINK_MS, MeasuredOverhead, search_time, think_budget_ms
-from oneply.engine.fallback import Fallback
 from oneply.engine.files import write_atomic
-from oneply.engine.inference import MoveScore
-from oneply.engine.policy import MovePolicy
-from oneply.engine.search import Limits, TreeSearch
+from oneply.engine.play.clock import MAX_THINK_MS, MeasuredOverhead, search_time, think_budget_ms
+from oneply.engine.play.fallback import Fallback
+from oneply.engine.play.inference import MoveScore
+from oneply.engine.play.policy import MovePolicy
+from oneply.engine.play.search import Limits, TreeSearch
 
 log = logging.getLogger("oneply.bot")
 
@@ -55,7 +55,7 @@ def millis(value: Clock | None) -> int | None:
 
 
 def think_time(remaining_ms: int | None, increment_ms: int | None, overhead_ms: float = 0) -> float:
-    """Seconds we may spend on this move: engine/clock.py's budget, the same as the UCI
+    """Seconds we may spend on this move: engine/play/clock.py's budget, the same as the UCI
     engine's, with the bot's measured cost of a move outside thinking as its overhead;
     MAX_THINK_MS for a game without a clock (correspondence, unlimited)."""
     budget_ms = think_budget_ms(remaining_ms, increment_ms, None, overhead_ms)

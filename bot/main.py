@@ -41,11 +41,11 @@ from oneply.bot.lichess import Lichess, RateLimited, SetupError, is_transient, s
 from oneply.bot.matchmaking import Matchmaker
 from oneply.bot.payloads import Account, Challenge, Event
 from oneply.bot.shutdown import StopRequest
-from oneply.engine.fallback import Fallback
 from oneply.engine.health import Heartbeat
-from oneply.engine.inference import MoveScorer
-from oneply.engine.model_file import ModelFileError
-from oneply.engine.policy import MovePolicy
+from oneply.engine.model.model_file import ModelFileError
+from oneply.engine.play.fallback import Fallback
+from oneply.engine.play.inference import MoveScorer
+from oneply.engine.play.policy import MovePolicy
 from oneply.engine.stockfish import find_stockfish
 
 log = logging.getLogger("oneply.bot")
@@ -85,7 +85,7 @@ class Bot:
     def start_services(self) -> Services:
         new_policy = policy_factory(self.config)
         if self.scorer is None:
-            from oneply.engine.inference import Scorer  # onnxruntime loads only when we play
+            from oneply.engine.play.inference import Scorer  # onnxruntime loads only when we play
 
             self.scorer = Scorer(self.config.engine.model, self.config.engine.threads)
         info = getattr(self.scorer, "info", None)

@@ -33,19 +33,28 @@ def run_reporting(run: Callable[[argparse.Namespace], int | None], args: argpars
 
 #: subcommand → (module, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
-    "uci": ("oneply.engine.uci", "run the UCI engine on stdin/stdout (for GUIs and cutechess)"),
-    "analyse": ("oneply.engine.analyse", "score every legal move of a position"),
-    "bench": ("oneply.engine.bench", "measure inference speed: shared fp32/int8 vs per_move fp32"),
+    "uci": (
+        "oneply.engine.uci.engine",
+        "run the UCI engine on stdin/stdout (for GUIs and cutechess)",
+    ),
+    "analyse": ("oneply.engine.play.analyse", "score every legal move of a position"),
+    "bench": (
+        "oneply.engine.play.bench",
+        "measure inference speed: shared fp32/int8 vs per_move fp32",
+    ),
     "health": (
         "oneply.engine.health",
         "check that the model loads and scores (Docker HEALTHCHECK)",
     ),
-    "export": ("oneply.training.export", "export a training checkpoint to ONNX"),
+    "export": ("oneply.training.model.export", "export a training checkpoint to ONNX"),
     "import-dm": (
-        "oneply.training.dm_import",
+        "oneply.training.model.dm_import",
         "import DeepMind's searchless_chess checkpoints (9M/136M/270M) as model files",
     ),
-    "eval": ("oneply.training.evaluate", "evaluate a model: action accuracy, Kendall tau, puzzles"),
+    "eval": (
+        "oneply.training.fit.evaluate",
+        "evaluate a model: action accuracy, Kendall tau, puzzles",
+    ),
     "train": (
         "oneply.training.cli",
         "training: generate, inspect, positions, annotate, pgn, fit, curve, ablate, campaign, "

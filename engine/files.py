@@ -4,7 +4,7 @@ Shards, manifests, checkpoints, plots and model files are read while they are re
 trainer follows a generator's directory; a resumed run reads its own manifest) and a run may
 be killed at any moment. So every writer fills a hidden temporary beside the target,
 ``.NAME.tmp-PID`` (the PID lets a later run tell a dead writer's leftovers from a live one's:
-training/shard_publish.py's ``remove_stale_temporaries``), fsyncs it, and renames it over the
+training/data/shard_publish.py's ``remove_stale_temporaries``), fsyncs it, and renames it over the
 target, which POSIX makes atomic.
 """
 

@@ -17,10 +17,10 @@ from pathlib import Path
 
 import chess
 
-from oneply.engine import native
 from oneply.engine.errors import CommandError
-from oneply.engine.inference import Scorer
-from oneply.engine.model_file import ModelFileError, add_model_argument
+from oneply.engine.facts import native
+from oneply.engine.model.model_file import ModelFileError, add_model_argument
+from oneply.engine.play.inference import Scorer
 
 HEARTBEAT_ENV = "ONEPLY_HEARTBEAT"
 

@@ -9,7 +9,7 @@ is always the one :class:`StockfishStartError`, "Stockfish did not start: …".
 
 Two clients, one life cycle: :func:`open_stockfish` gives python-chess's engine client (time
 limits, root moves, MultiPV through :func:`multipv_scores`); :class:`UciPipe` is a bare UCI
-pipe for the data engine's hot path (training/stockfish_scorer.py), which reads only the lines
+pipe for the data engine's hot path (training/data/stockfish_scorer.py), which reads only the lines
 it needs and is twice as fast as python-chess's client at shallow depths. Both start through
 :func:`require_stockfish`, take UCI options as a mapping, and fail with the same message.
 """

@@ -56,7 +56,7 @@ def stockfish() -> str:
 @pytest.fixture(scope="session")
 def tiny_torch_model():
     torch = pytest.importorskip("torch")
-    from oneply.training.model import PRESETS, ActionValueModel
+    from oneply.training.model.model import PRESETS, ActionValueModel
     from tests.helpers.model_helpers import randomise_fact_tables
 
     torch.manual_seed(1)
@@ -68,7 +68,7 @@ def tiny_torch_model():
 @pytest.fixture(scope="session")
 def tiny_onnx(tmp_path_factory, tiny_torch_model) -> Path:
     """A tiny shared-layout model file (fast to load and run)."""
-    from oneply.training.export import export_model
+    from oneply.training.model.export import export_model
 
     path = tmp_path_factory.mktemp("models") / "tiny.onnx"
     export_model(tiny_torch_model, path, preset="tiny", trained=False)

@@ -10,19 +10,25 @@ import argparse
 import importlib
 
 STEPS: dict[str, tuple[str, str]] = {
-    "generate": ("oneply.training.generate", "make and score unique positions"),
-    "inspect": ("oneply.training.inspect_data", "counts, mix and sample records of a shard dir"),
-    "positions": ("oneply.training.positions", "generate diverse, deduplicated positions"),
+    "generate": ("oneply.training.data.generate", "make and score unique positions"),
+    "inspect": (
+        "oneply.training.data.inspect_data",
+        "counts, mix and sample records of a shard dir",
+    ),
+    "positions": ("oneply.training.data.positions", "generate diverse, deduplicated positions"),
     "annotate": (
-        "oneply.training.annotate",
+        "oneply.training.data.annotate",
         "score every legal move of each position with Stockfish",
     ),
-    "pgn": ("oneply.training.pgn_annotate", "score the unique positions of a PGN file's games"),
-    "fit": ("oneply.training.fit", "train the transformer on annotated shards"),
-    "curve": ("oneply.training.curve", "a model's strength against the samples it saw"),
-    "ablate": ("oneply.training.ablation", "sample-efficiency table: variants, one budget"),
-    "campaign": ("oneply.training.campaign", "the run of every session: start, save, rate"),
-    "soup": ("oneply.training.soup", "average the weights of several models into one"),
+    "pgn": (
+        "oneply.training.data.pgn_annotate",
+        "score the unique positions of a PGN file's games",
+    ),
+    "fit": ("oneply.training.fit.fit", "train the transformer on annotated shards"),
+    "curve": ("oneply.training.lab.curve", "a model's strength against the samples it saw"),
+    "ablate": ("oneply.training.lab.ablation", "sample-efficiency table: variants, one budget"),
+    "campaign": ("oneply.training.lab.campaign", "the run of every session: start, save, rate"),
+    "soup": ("oneply.training.fit.soup", "average the weights of several models into one"),
     "all": ("oneply.training.pipeline", "positions → annotate → fit → export → eval, resumably"),
 }
 

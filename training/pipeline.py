@@ -96,7 +96,7 @@ def _line_count(path: Path) -> int:
 
 
 def make_positions(out: Path, count: int, args: argparse.Namespace) -> Path:
-    from oneply.training import positions
+    from oneply.training.data import positions
 
     path = out / "positions.txt"
     _banner(f"positions: {path}")
@@ -124,7 +124,7 @@ def annotation_complete(shards: Path, positions: int, depth: int) -> bool:
 
 
 def annotate(out: Path, positions_file: Path, args: argparse.Namespace) -> Path:
-    from oneply.training import annotate as annotate_module
+    from oneply.training.data import annotate as annotate_module
 
     shards = out / "annotated"
     _banner(f"annotate: {shards}")
@@ -137,10 +137,10 @@ def annotate(out: Path, positions_file: Path, args: argparse.Namespace) -> Path:
 
 
 def fit(out: Path, shards: Path, scale: Scale, args: argparse.Namespace) -> Path:
-    from oneply.training import fit as fit_module
-    from oneply.training.checkpoints import saved_step
-    from oneply.training.config import CHECKPOINT
-    from oneply.training.dataset import AnnotatedDataset
+    from oneply.training.data.dataset import AnnotatedDataset
+    from oneply.training.fit import fit as fit_module
+    from oneply.training.fit.checkpoints import saved_step
+    from oneply.training.fit.config import CHECKPOINT
 
     train_dir = out / "train"
     _banner(f"fit: {train_dir}")
@@ -166,8 +166,8 @@ def export_and_evaluate(
     out: Path, checkpoint_path: Path, shards: Path, args: argparse.Namespace
 ) -> tuple[Path, Path]:
     """Export the EMA weights, evaluate them, and export again with the metrics embedded."""
-    from oneply.training.evaluate import evaluate_model, format_report
-    from oneply.training.export import export_model, load_checkpoint_model
+    from oneply.training.fit.evaluate import evaluate_model, format_report
+    from oneply.training.model.export import export_model, load_checkpoint_model
 
     model_path, report_path = out / "model.onnx", out / "report.json"
     _banner(f"export + eval: {model_path}")

@@ -139,9 +139,9 @@ GROUPS: dict[str, tuple[str, ...]] = {
     "threats": ("threat",),  # what a move leaves en prise elsewhere (engine/facts/exchange.py)
     "checks": ("enemy_check",),  # where the opponent could check or mate (engine/facts/checks.py)
     "forks": ("threatens", "targets"),  # what a move attacks next: double attacks
-    "replies": ("reply_check",),  # whether the opponent can then check or mate (engine/facts/checks.py)
-    "mate_threats": ("next_check",),  # whether the mover then threatens mate (engine/facts/checks.py)
-    "mobility": ("safe_moves",),  # trapped pieces: safe squares per piece (engine/facts/exchange.py)
+    "replies": ("reply_check",),  # whether the opponent can then check or mate (checks.py)
+    "mate_threats": ("next_check",),  # whether the mover then threatens mate (checks.py)
+    "mobility": ("safe_moves",),  # trapped pieces: safe squares per piece (exchange.py)
     "kings": ("king_flights",),  # how boxed in each king is (engine/facts/structure.py)
     "passers": ("passed",),  # passed pawns and the rule of the square (engine/facts/structure.py)
 }

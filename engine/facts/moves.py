@@ -40,7 +40,8 @@ NUM_MOVES = len(MOVES)  # 1968
 MAX_LEGAL_MOVES = 218  # the most legal moves any chess position has
 
 #: per move id: from-square, to-square (a1=0 … h8=63) and promotion (0 none, 1–4 = q, r, b, n);
-#: the model reads them to know which squares a move touches (training/model/model.py, engine/model/graph.py)
+#: the model reads them to know which squares a move touches (training/model/model.py,
+#: engine/model/graph.py)
 MOVE_FROM = np.array([chess.parse_square(m[:2]) for m in MOVES], dtype=np.int64)
 MOVE_TO = np.array([chess.parse_square(m[2:4]) for m in MOVES], dtype=np.int64)
 MOVE_PROMOTION = np.array([" qrbn".index(m[4]) if len(m) == 5 else 0 for m in MOVES], np.int64)

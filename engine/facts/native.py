@@ -1,8 +1,8 @@
 """The compiled core: legal move ids, state tokens and every fact of a batch in one C call.
 
-Why: the facts of engine/facts/features.py cost several times what the network does when python-chess
-computes them, move by move. engine/csrc/ computes the same numbers — bit for bit, held to the
-Python modules by tests/engine/test_native*.py — for a whole batch while the GIL is released.
+Why: the facts of engine/facts/features.py cost several times what the network does when
+python-chess computes them, move by move. engine/csrc/ computes the same numbers — bit for bit, held
+to the Python modules by tests/engine/test_native*.py — for a whole batch while the GIL is released.
 The Python modules stay the specification and the fallback: without the extension (no C
 compiler at install time) every caller gets the same arrays from them, and the engine says so
 once on stderr.
@@ -59,9 +59,15 @@ def _load() -> tuple[ModuleType | None, str]:
     except ImportError as error:
         return None, f"{error}"
     if (tuple(_core.SQUARE_FACTS), tuple(_core.MOVE_FACTS)) != (SQUARE_NAMES, MOVE_NAMES):
-        return None, "its fact channels differ from engine/facts/features.py (rebuild: pip install -e .)"
+        return (
+            None,
+            "its fact channels differ from engine/facts/features.py (rebuild: pip install -e .)",
+        )
     if tuple(_core.GROUPS) != tuple(g for g in GROUPS if g not in _ALWAYS):
-        return None, "its fact groups differ from engine/facts/features.py (rebuild: pip install -e .)"
+        return (
+            None,
+            "its fact groups differ from engine/facts/features.py (rebuild: pip install -e .)",
+        )
     table = np.full((64, 64, 5), -1, dtype=np.int16)
     table[MOVE_FROM, MOVE_TO, MOVE_PROMOTION] = np.arange(len(MOVES))
     _core.configure(table.tobytes(), CHARACTERS)

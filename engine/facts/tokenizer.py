@@ -27,7 +27,8 @@ MAX_COUNTER = 999
 #: the board in FEN order, rank 8 first)
 SQUARE_TOKEN = np.array([1 + (7 - sq // 8) * 8 + sq % 8 for sq in range(64)], dtype=np.int64)
 #: the fields of the 77 tokens, in order, with their widths (the layout above); FIELDS[name] is
-#: the slice of the tokens a field occupies (engine/model/mirror.py rewrites the state field by field)
+#: the slice of the tokens a field occupies (engine/model/mirror.py rewrites the state field by
+#: field)
 _WIDTHS = {"side": 1, "board": 64, "castling": 4, "en_passant": 2, "halfmove": 3, "fullmove": 3}
 _STARTS = np.cumsum([0, *_WIDTHS.values()]).tolist()
 FIELDS: dict[str, slice] = {

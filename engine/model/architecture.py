@@ -43,10 +43,10 @@ FLAGS: dict[str, tuple[Any, ...]] = {
     "mirror": (False, True),  # the side-to-move view (no weights: a graph operation)
     "features": ((), ("pinned", "check"), None),  # facts read (None: every fact)
 }
-#: the flags that add a bias to the attention scores (format version 6; engine/model/attention_bias.py
-#: and training/model/attention.py build them). Kept apart from FLAGS because they act on the scores,
-#: not on the embeddings FLAGS change: crossing the two would multiply the slowest test of the
-#: suite eight-fold to test pairs that cannot interact.
+#: the flags that add a bias to the attention scores (format version 6;
+#: engine/model/attention_bias.py and training/model/attention.py build them). Kept apart from FLAGS
+#: because they act on the scores, not on the embeddings FLAGS change: crossing the two would
+#: multiply the slowest test of the suite eight-fold to test pairs that cannot interact.
 ATTENTION_FLAGS: dict[str, tuple[bool, ...]] = {
     # a learned bias per layer, head and pair of board squares (Lc0's, Chessformer's geometry)
     "square_bias": (False, True),

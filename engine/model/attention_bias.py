@@ -1,4 +1,5 @@
-"""The attention biases of engine/model/architecture.ATTENTION_FLAGS as ONNX nodes (format version 6).
+"""The attention biases of engine/model/architecture.ATTENTION_FLAGS as ONNX nodes
+(format version 6).
 
 Why they exist: attention over 77 state tokens knows nothing of the board's geometry; it must
 learn from the data which of the 64×64 square pairs are a knight's jump, a diagonal or a file.
@@ -23,8 +24,8 @@ What gets a bias, and what does not:
   matter from there. Its score towards itself and the other state tokens get none.
 
 Rows and columns of every table are the board tokens in sequence order (engine/facts/tokenizer.py,
-rank 8 first), so with ``mirror`` a table speaks of the side to move's board. training/model/attention.py
-is the same in torch, operation by operation.
+rank 8 first), so with ``mirror`` a table speaks of the side to move's board.
+training/model/attention.py is the same in torch, operation by operation.
 """
 
 from __future__ import annotations

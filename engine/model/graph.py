@@ -149,7 +149,8 @@ class _Builder:
 
     def mirror(self, state: str, moves: str) -> tuple[str, str]:
         """Config ``mirror``: rows with black to move → the colour-flipped position and moves
-        (engine/model/mirror.py, the same operations as ActionValueModel._mirror); white rows pass."""
+        (engine/model/mirror.py, the same operations as ActionValueModel._mirror); white
+        rows pass."""
         flipped = self.mirror_state(state)
         return flipped, self.mirror_moves(moves)
 
@@ -218,8 +219,8 @@ class _Builder:
     def embed_moves(self, state: str, moves: str) -> str:
         """[B, N] ids → [B, N, D] embeddings at position 78; negative ids act as id 0.
 
-        With the move features (weights ``from_embed`` …, see training/model/model.py) the token also
-        gets its squares, its promotion and the state tokens on its from- and to-squares.
+        With the move features (weights ``from_embed`` …, see training/model/model.py) the token
+        also gets its squares, its promotion and the state tokens on its from- and to-squares.
         """
         g = self.g
         ids = g.op("Max", moves, g.const(0))
@@ -323,9 +324,9 @@ def build_model(
     """The ONNX model for `layout` ('shared' or 'per_move') of a model with this `config`
     (ModelConfig fields) and these weights.
 
-    The weights must be exactly those engine/model/architecture.py declares for the config. Some parts
-    leave no trace in the weights (the side-to-move flip, which fact channels are read), so when
-    the metadata carries a config it must describe the same structure: a rebuilt graph that
+    The weights must be exactly those engine/model/architecture.py declares for the config. Some
+    parts leave no trace in the weights (the side-to-move flip, which fact channels are read), so
+    when the metadata carries a config it must describe the same structure: a rebuilt graph that
     silently dropped the flip would score every black move as if for the wrong colour.
     """
     if layout not in LAYOUTS:

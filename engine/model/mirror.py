@@ -5,8 +5,8 @@ position with white to move that has the very same answer. A network that always
 mover as white learns one set of patterns instead of a white and a black copy of each, so every
 training position teaches both colours (issue 11: sample efficiency on a CPU budget).
 
-The flip happens inside the model (training/model/model.py, engine/model/graph.py) from the same two inputs,
-so the ONNX contract does not change: callers still pass the real position's tokens and the
+The flip happens inside the model (training/model/model.py, engine/model/graph.py) from the same two
+inputs, so the ONNX contract does not change: callers still pass the real position's tokens and the
 real moves' ids, and get each real move's value back in the same slot.
 
 A flip is python-chess ``Board.mirror()`` written on tokens: ranks turned over (a1 ↔ a8),

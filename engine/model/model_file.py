@@ -41,8 +41,8 @@ from oneply.engine.model.values import NUM_BINS
 #: reader that rebuilds a graph from a file's weights (bench's per_move variant) would silently
 #: leave it out. So only files that use it say 3 (see written_version), and older readers
 #: refuse them instead of building them wrongly.
-#: 4: the graph may read hand-computed facts (config ``features``, engine/facts/features.py) from two
-#: more inputs, ``square_facts`` and ``move_facts``; older readers would not pass them.
+#: 4: the graph may read hand-computed facts (config ``features``, engine/facts/features.py) from
+#: two more inputs, ``square_facts`` and ``move_facts``; older readers would not pass them.
 #: 5: the model may predict a position's value (``sv``: no ``moves`` input, output [B, K]) or a
 #: move distribution (``bc``: output [B, N]) instead of action values (config ``predictor``);
 #: older readers would read either output as action values. Action-value files keep 2–4.
@@ -86,7 +86,8 @@ class ModelInfo:
 
     @property
     def predictor(self) -> str:
-        """What the model predicts (engine/model/architecture.PREDICTORS); ``av`` before format 5."""
+        """What the model predicts (engine/model/architecture.PREDICTORS); ``av`` before
+        format 5."""
         return str(self.config.get("predictor") or "av")
 
     @property

@@ -8,8 +8,8 @@ Code that only needs scores takes a `MoveScorer` (the protocol below), not the O
 the bot's batcher, the puzzle solver and the arena's play-outs then run just as well on a
 torch model in training (training/fit/validation.py) or on Stockfish (arena/policy_eval.py).
 
-Every predictor (engine/model/architecture.PREDICTORS, the model file's ``predictor``) gives the same
-thing, a score per legal move, so the move policy and everything above it work unchanged
+Every predictor (engine/model/architecture.PREDICTORS, the model file's ``predictor``) gives the
+same thing, a score per legal move, so the move policy and everything above it work unchanged
 (:func:`score_positions`):
 
 - ``av``: the move's expected win (the model scores every legal move; the original format).

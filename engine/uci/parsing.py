@@ -1,7 +1,7 @@
 """What `oneply uci` reads: option values and `go` parameters, checked before they are used.
 
-The engine's front end (engine/uci/engine.py) handles the protocol's flow; this module owns the parsing
-of its two kinds of parameters, so every out-of-range or unusable value is caught where it
+The engine's front end (engine/uci/engine.py) handles the protocol's flow; this module owns the
+parsing of its two kinds of parameters, so every out-of-range or unusable value is caught where it
 arrives (`setoption`, `go`) and reported in one place's words: a GUI waits for `bestmove` or
 carries on after `setoption` whatever it sent, so nothing here may raise past the engine.
 """

@@ -39,8 +39,8 @@ from oneply.arena.settings import (
     MatchSettings,
     TimeControl,
 )
-from oneply.engine.books import open_tablebase
 from oneply.engine.cli import main as cli_main
+from oneply.engine.play.books import open_tablebase
 from tests.conftest import stockfish_path
 
 BOOK = "/usr/share/games/gnuchess/book.bin"
@@ -143,7 +143,7 @@ def test_cli_stockfish_vs_stockfish(tmp_path: Path, capsys: pytest.CaptureFixtur
 
 
 @pytest.mark.skipif(
-    importlib.util.find_spec("oneply.engine.uci") is None, reason="engine.uci missing"
+    importlib.util.find_spec("oneply.engine.uci.engine") is None, reason="engine.uci missing"
 )
 def test_oneply_uci_vs_stockfish_skill_0() -> None:
     command = (sys.executable, "-m", "oneply.engine", "uci")

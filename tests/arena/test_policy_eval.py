@@ -5,7 +5,7 @@ from __future__ import annotations
 import chess
 
 from oneply.arena.policy_eval import memoised
-from oneply.engine.inference import MoveScore, Scorer
+from oneply.engine.play.inference import MoveScore, Scorer
 
 
 def test_memoised_scores_each_position_once(tiny_onnx) -> None:

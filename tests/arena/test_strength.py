@@ -14,7 +14,7 @@ from oneply.arena.puzzles import DEV_PUZZLES, read_puzzles, solve_puzzles
 from oneply.arena.strength import OpponentResult, SuiteResult, combined_rating
 from oneply.arena.strength_report import comparison
 from oneply.engine.cli import main as cli_main
-from oneply.engine.inference import Scorer
+from oneply.engine.play.inference import Scorer
 
 
 def suite(rating: float, pm: float) -> SuiteResult:

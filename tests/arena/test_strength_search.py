@@ -19,8 +19,8 @@ from oneply.arena.strength import (
 )
 from oneply.arena.strength_report import pairs
 from oneply.engine.cli import main as cli_main
-from oneply.engine.inference import Scorer
-from oneply.engine.search import SearchScorer
+from oneply.engine.play.inference import Scorer
+from oneply.engine.play.search import SearchScorer
 
 
 def test_the_search_run_plays_with_the_option_and_searches_the_puzzles(tiny_onnx) -> None:

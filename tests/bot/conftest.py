@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from oneply.engine.inference import Scorer
+from oneply.engine.play.inference import Scorer
 from tests.helpers.lichess_server import FakeLichess
 
 

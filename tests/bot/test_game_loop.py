@@ -15,7 +15,7 @@ import pytest
 
 from oneply.bot.batcher import InferenceBatcher
 from oneply.bot.game import millis, think_time
-from oneply.engine.fallback import Fallback
+from oneply.engine.play.fallback import Fallback
 from oneply.engine.stockfish import open_stockfish
 from tests.bot.harness import ended_as_scripted, finished, make_config, running_bot, wait_pgn
 from tests.helpers.lichess_server import idle_opponent, random_opponent
@@ -105,7 +105,7 @@ def test_full_game_with_search_on_a_bullet_clock_never_loses_on_time(
     server, tmp_path, scorer, caplog, stockfish
 ):
     """engine.search on, 1+0 with the bot's clock running on the server: every move is
-    searched within engine/clock.py's budget, which sets aside the measured cost
+    searched within engine/play/clock.py's budget, which sets aside the measured cost
     of the moves to come, and the game ends on the board (once flagged at ply 372 when the
     budget ignored that cost)."""
     caplog.set_level(logging.INFO, logger="oneply.bot")
@@ -151,7 +151,7 @@ def test_full_game_with_search_on_a_bullet_clock_never_loses_on_time(
     assert sum(int(f["nodes"]) > 1 for f in fields) >= len(fields) // 2  # it did look ahead
     assert len(game.think_ms) == len(moves) - 1  # the first move is off the clock
     # the bot reads what each move cost on the server's clock beyond its search, and budgets
-    # for it (engine/clock.py); the first two moves have nothing measured yet (first: no move
+    # for it (engine/play/clock.py); the first two moves have nothing measured yet (first: no move
     # before it; second: the first was off the clock)
     overheads = [int(m.split("overhead_ms=")[1].split()[0]) for m in moves]
     assert overheads[:2] == [0, 0] and all(ms > 0 for ms in overheads[2:]), overheads

@@ -16,7 +16,7 @@ from oneply.bot import main as bot_main
 from oneply.bot.config import ConfigError, load_config, parse_config
 from oneply.bot.lichess import Lichess, SetupError
 from oneply.bot.main import Bot
-from oneply.engine.inference import Scorer
+from oneply.engine.play.inference import Scorer
 from tests.bot.harness import make_config
 from tests.conftest import REPO
 from tests.helpers.lichess_server import BOT
@@ -115,7 +115,7 @@ def test_a_bc_model_turns_engine_search_off_at_start_up(server, tmp_path, caplog
     """engine.search backs up win probabilities; a bc model's scores are policy
     probabilities, so the bot says so once and plays the one-pass policy."""
     pytest.importorskip("torch")
-    from oneply.training.export import export_model
+    from oneply.training.model.export import export_model
     from tests.helpers.model_helpers import predictor_model
 
     path = tmp_path / "bc.onnx"

@@ -1,4 +1,4 @@
-"""Alpha-beta over the network (engine/alphabeta.py), the instrument PUCT was measured
+"""Alpha-beta over the network (engine/play/alphabeta.py), the instrument PUCT was measured
 against: real onnxruntime with the bundled model."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ import chess
 import pytest
 
 from oneply.arena.puzzles import solve_puzzles
-from oneply.engine.alphabeta import AlphaBeta, AlphaBetaScorer
-from oneply.engine.inference import Scorer
+from oneply.engine.play.alphabeta import AlphaBeta, AlphaBetaScorer
+from oneply.engine.play.inference import Scorer
 from tests.engine.test_search import mates_missed_by_v12
 
 

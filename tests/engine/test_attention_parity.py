@@ -1,4 +1,4 @@
-"""The attention biases (engine/architecture.ATTENTION_FLAGS, format version 6): every
+"""The attention biases (engine/model/architecture.ATTENTION_FLAGS, format version 6): every
 combination is the same network in torch and in the ONNX graph, in both layouts, with and
 without the side-to-move view, for the three predictors; each flag changes the scores once
 trained; at initialisation a model with them computes what the model without them computes;
@@ -15,15 +15,15 @@ import numpy as np
 import onnx
 import pytest
 
-from oneply.engine.architecture import ATTENTION_FLAGS, parameters
-from oneply.engine.model_file import written_version
+from oneply.engine.model.architecture import ATTENTION_FLAGS, parameters
+from oneply.engine.model.model_file import written_version
 from tests.helpers.model_helpers import file_log_probs, randomise_fact_tables, torch_log_probs
 
 torch = pytest.importorskip("torch")
 
-from oneply.engine.inference import Scorer, encode_batch  # noqa: E402
-from oneply.training.export import export_model  # noqa: E402
-from oneply.training.model import PRESETS, ActionValueModel  # noqa: E402
+from oneply.engine.play.inference import Scorer, encode_batch  # noqa: E402
+from oneply.training.model.export import export_model  # noqa: E402
+from oneply.training.model.model import PRESETS, ActionValueModel  # noqa: E402
 
 MIDDLEGAME_BLACK = "r1bq1rk1/pp2bppp/2n1pn2/3p4/2PP4/2N2N2/PP2BPPP/R2QKB1R b - - 3 8"
 #: promotions, en passant and castling on both wings (the moves whose squares are unusual)

@@ -1,4 +1,4 @@
-"""Where the opponent could check or mate (engine/checks.py, facts ``enemy_check`` and
+"""Where the opponent could check or mate (engine/facts/checks.py, facts ``enemy_check`` and
 ``reply_check``): held to a brute force over every reply on hand-picked and random positions,
 through the colour flip, and on its way into a model — the warm start that adds it and the
 file that reads it."""
@@ -12,8 +12,8 @@ import chess
 import numpy as np
 import pytest
 
-from oneply.engine.checks import CHECK, MATE, NO_CHECK, checking_moves, enemy_checks
-from oneply.engine.features import (
+from oneply.engine.facts.checks import CHECK, MATE, NO_CHECK, checking_moves, enemy_checks
+from oneply.engine.facts.features import (
     GROUPS,
     MOVE_NAMES,
     SQUARE_NAMES,
@@ -22,7 +22,7 @@ from oneply.engine.features import (
     move_facts,
     square_facts,
 )
-from oneply.engine.mirror import mirror_square
+from oneply.engine.model.mirror import mirror_square
 from tests.helpers.fact_versions import V9_FACTS, V13_FACTS, V14_FACTS
 from tests.helpers.move_facts import assert_spared, assert_turns_over_with_the_board
 
@@ -233,10 +233,10 @@ def test_a_model_without_the_replies_is_spared_them() -> None:
 
 torch = pytest.importorskip("torch")
 
-from oneply.engine.inference import Scorer  # noqa: E402
-from oneply.training.export import export_model  # noqa: E402
-from oneply.training.model import PRESETS, ActionValueModel  # noqa: E402
-from oneply.training.warm_start import init_model_config, load_init, load_weights  # noqa: E402
+from oneply.engine.play.inference import Scorer  # noqa: E402
+from oneply.training.fit.warm_start import init_model_config, load_init, load_weights  # noqa: E402
+from oneply.training.model.export import export_model  # noqa: E402
+from oneply.training.model.model import PRESETS, ActionValueModel  # noqa: E402
 from tests.helpers.model_helpers import (  # noqa: E402
     file_log_probs,
     randomise_fact_tables,

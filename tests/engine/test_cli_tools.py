@@ -9,7 +9,7 @@ import subprocess
 import chess
 import pytest
 
-from oneply.engine import native
+from oneply.engine.facts import native
 from tests.conftest import ENGINE_CMD, REPO
 
 
@@ -114,7 +114,7 @@ def test_bench_json_reports_all_variants(tiny_onnx):
 
 
 def test_bench_on_two_threads_times_the_layout_and_the_path_the_default_does_not_run(tiny_onnx):
-    """engine/halves.py and engine/native.py: beside the default (the compiled core's one
+    """engine/play/halves.py and engine/facts/native.py: beside the default (the compiled core's one
     graph), the int8 file as two halves and on the Python path of the facts; without the core,
     the Python path's two halves beside the whole graph."""
     args = ["bench", "--model", str(tiny_onnx), "--positions", "3", "--threads", "2"]
@@ -155,7 +155,7 @@ def test_bench_table_shows_the_search_row_unless_turned_off(tiny_onnx):
 
 
 def test_bench_positions_file_is_varied():
-    from oneply.engine.bench import load_positions
+    from oneply.engine.play.bench import load_positions
 
     boards = load_positions()
     counts = [b.legal_moves.count() for b in boards]
@@ -174,8 +174,8 @@ def test_analyse_of_a_won_position_exits_promptly():
 
 
 def test_analyse_names_an_illegal_move_as_such(tiny_onnx):
-    from oneply.engine.analyse import IllegalMoveError, position_from
-    from oneply.engine.tokenizer import TokenizerError
+    from oneply.engine.facts.tokenizer import TokenizerError
+    from oneply.engine.play.analyse import IllegalMoveError, position_from
 
     with pytest.raises(IllegalMoveError, match="illegal move e2e5") as caught:
         position_from([], ["e2e4", "e2e5"])
@@ -191,7 +191,7 @@ def test_library_errors_are_typed_and_the_cli_turns_them_into_a_message(tmp_path
     pytest.importorskip("torch")
     from oneply.engine.cli import main
     from oneply.engine.errors import CommandError
-    from oneply.training.export import untrained_model
+    from oneply.training.model.export import untrained_model
 
     with pytest.raises(CommandError, match="unknown preset 'huge'"):
         untrained_model("huge")
@@ -252,8 +252,8 @@ def test_a_plot_without_matplotlib_names_the_pip_extra(monkeypatch, tmp_path, ca
 def test_bench_times_each_fact_group_the_model_reads(tiny_onnx):
     """--facts-by-group: a row for every group the model reads and no other, in the JSON and
     the table; without the flag, no rows (the timing costs a dozen passes over the facts)."""
-    from oneply.engine.features import GROUPS
-    from oneply.engine.inference import Scorer
+    from oneply.engine.facts.features import GROUPS
+    from oneply.engine.play.inference import Scorer
 
     args = ["bench", "--model", str(tiny_onnx), "--positions", "2", "--threads", "1"]
     args += ["--search-nodes", "0"]

@@ -1,10 +1,10 @@
-"""engine/clock.py: the one think-time formula, its per-move overhead and its reserve."""
+"""engine/play/clock.py: the one think-time formula, its per-move overhead and its reserve."""
 
 from __future__ import annotations
 
 import pytest
 
-from oneply.engine.clock import (
+from oneply.engine.play.clock import (
     DEFAULT_MOVES_TO_GO,
     MIN_THINK_MS,
     SUDDEN_DEATH_RESERVE_MOVES,

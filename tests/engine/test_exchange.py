@@ -1,6 +1,6 @@
-"""Static exchange evaluation (engine/exchange.py) against a brute force over python-chess's
+"""Static exchange evaluation (engine/facts/exchange.py) against a brute force over python-chess's
 legal captures, on hand-picked positions: x-rays, en passant, promotion, a king that may not
-recapture, and both colours; then the facts built on it (engine/features.py): the exchange of
+recapture, and both colours; then the facts built on it (engine/facts/features.py): the exchange of
 each move, the pieces en prise, and what each move leaves en prise elsewhere."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import chess
 import numpy as np
 import pytest
 
-from oneply.engine.exchange import PIECE_VALUE, en_prise, exposed, move_exchange, threat
-from oneply.engine.features import (
+from oneply.engine.facts.exchange import PIECE_VALUE, en_prise, exposed, move_exchange, threat
+from oneply.engine.facts.features import (
     GROUPS,
     MOVE_NAMES,
     SQUARE_NAMES,

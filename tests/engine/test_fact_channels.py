@@ -1,4 +1,4 @@
-"""Each named channel of engine/features.py holds what its own fact function computes: the
+"""Each named channel of engine/facts/features.py holds what its own fact function computes: the
 writer and the declaration (SQUARE_FACTS, MOVE_FACTS) cannot drift apart, and the compiled
 core names its channels in the same order."""
 
@@ -8,9 +8,9 @@ import chess
 import numpy as np
 import pytest
 
-from oneply.engine.checks import enemy_checks, next_check, reply_check
-from oneply.engine.exchange import en_prise, move_exchange, safe_moves, threat
-from oneply.engine.features import (
+from oneply.engine.facts.checks import enemy_checks, next_check, reply_check
+from oneply.engine.facts.exchange import en_prise, move_exchange, safe_moves, threat
+from oneply.engine.facts.features import (
     MOVE_FACTS,
     MOVE_NAMES,
     SQ,
@@ -21,7 +21,7 @@ from oneply.engine.features import (
     square_facts,
     threat_bucket,
 )
-from oneply.engine.structure import king_flights, passer
+from oneply.engine.facts.structure import king_flights, passer
 from tests.engine.test_checks import random_positions
 
 BOARDS = [

@@ -1,4 +1,4 @@
-"""The facts a player sees (engine/features.py): checked against python-chess on hand-picked
+"""The facts a player sees (engine/facts/features.py): checked against python-chess on hand-picked
 positions and through the colour flip; the warm-start upgrade that adds them; the ranking loss
 on a hand-computed example."""
 
@@ -11,7 +11,7 @@ import chess
 import numpy as np
 import pytest
 
-from oneply.engine.features import (
+from oneply.engine.facts.features import (
     ADOPTED_FACTS,
     ALL_FACTS,
     GROUPS,
@@ -23,8 +23,8 @@ from oneply.engine.features import (
     move_facts,
     square_facts,
 )
-from oneply.engine.inference import Scorer
-from oneply.engine.mirror import mirror_square
+from oneply.engine.model.mirror import mirror_square
+from oneply.engine.play.inference import Scorer
 from tests.conftest import POSITION_218
 from tests.helpers.fact_versions import V5_FACTS, V8_FACTS, V9_FACTS, V14_FACTS
 from tests.helpers.model_helpers import file_log_probs, randomise_fact_tables, torch_log_probs
@@ -129,12 +129,12 @@ def test_names_are_checked_and_kept_in_declaration_order() -> None:
 torch = pytest.importorskip("torch")
 
 from oneply.engine.errors import CommandError  # noqa: E402
-from oneply.training.batches import Batch  # noqa: E402
-from oneply.training.config import TrainConfig  # noqa: E402
-from oneply.training.export import export_model  # noqa: E402
-from oneply.training.model import PRESETS, ActionValueModel  # noqa: E402
-from oneply.training.targets import best_gaps, objective, ranking_loss_sum  # noqa: E402
-from oneply.training.warm_start import init_model_config, load_init, load_weights  # noqa: E402
+from oneply.training.fit.batches import Batch  # noqa: E402
+from oneply.training.fit.config import TrainConfig  # noqa: E402
+from oneply.training.fit.targets import best_gaps, objective, ranking_loss_sum  # noqa: E402
+from oneply.training.fit.warm_start import init_model_config, load_init, load_weights  # noqa: E402
+from oneply.training.model.export import export_model  # noqa: E402
+from oneply.training.model.model import PRESETS, ActionValueModel  # noqa: E402
 
 
 def scores_as_file(model, path):

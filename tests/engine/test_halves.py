@@ -1,4 +1,4 @@
-"""engine/halves.py: a model that reads move facts, run as its state half beside the move
+"""engine/play/halves.py: a model that reads move facts, run as its state half beside the move
 facts, scores as its one graph does (real onnxruntime sessions, real files)."""
 
 from __future__ import annotations
@@ -11,11 +11,11 @@ import numpy as np
 import onnx
 import pytest
 
-from oneply.engine import native
-from oneply.engine.graph import quantize_int8
-from oneply.engine.halves import MOVE_INPUTS, SplitError, split
-from oneply.engine.inference import Scorer
-from oneply.engine.model_file import BUNDLED_MODEL
+from oneply.engine.facts import native
+from oneply.engine.model.graph import quantize_int8
+from oneply.engine.model.model_file import BUNDLED_MODEL
+from oneply.engine.play.halves import MOVE_INPUTS, SplitError, split
+from oneply.engine.play.inference import Scorer
 from tests.conftest import POSITION_218
 
 POSITIONS = [
@@ -135,8 +135,8 @@ def test_one_thread_or_no_move_facts_runs_the_one_graph(tmp_path, tiny_onnx):
     assert not Scorer(BUNDLED_MODEL, threads=1, overlap=True).overlapped  # nothing beside it
     assert Scorer(tiny_onnx, threads=2, overlap=True).overlapped  # every preset reads the facts
     torch = pytest.importorskip("torch")
-    from oneply.training.export import export_model
-    from oneply.training.model import PRESETS, ActionValueModel
+    from oneply.training.model.export import export_model
+    from oneply.training.model.model import PRESETS, ActionValueModel
 
     torch.manual_seed(2)
     plain = ActionValueModel(dataclasses.replace(PRESETS["tiny"], features=())).eval()

@@ -181,7 +181,7 @@ def test_without_a_compiler_the_install_succeeds_on_the_python_path(tmp_path):
         capture_output=True, text=True, env=env, timeout=600,
     )  # fmt: skip
     assert built.returncode == 0, built.stderr
-    probe = "from oneply.engine import native, encoding; import chess;"
+    probe = "from oneply.engine.facts import native, encoding; import chess;"
     probe += "encoding.encode_batch([chess.Board()], True); print(native.describe())"
     here = sysconfig.get_paths()["purelib"]  # chess and numpy, from the interpreter running this
     ran = subprocess.run(

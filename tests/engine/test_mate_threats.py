@@ -1,5 +1,5 @@
-"""The ``next_check`` move fact (group ``mate_threats``, engine/checks.py): once a move is made,
-what could the mover do to the opponent's king were the opponent to pass — check, or mate?"""
+"""The ``next_check`` move fact (group ``mate_threats``, engine/facts/checks.py): once a move is
+made, what could the mover do to the opponent's king were the opponent to pass — check, or mate?"""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import chess
 import numpy as np
 import pytest
 
-from oneply.engine.checks import CHECK, MATE, NO_CHECK
-from oneply.engine.features import MOVE_NAMES, move_facts
+from oneply.engine.facts.checks import CHECK, MATE, NO_CHECK
+from oneply.engine.facts.features import MOVE_NAMES, move_facts
 from tests.engine.test_checks import HAND_PICKED, SPECIAL_CHECKS, random_positions
 from tests.helpers.fact_versions import V14_FACTS
 from tests.helpers.move_facts import assert_spared, assert_turns_over_with_the_board

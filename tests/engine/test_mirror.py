@@ -13,20 +13,20 @@ import numpy as np
 import onnx
 import pytest
 
-from oneply.engine.inference import Scorer
-from oneply.engine.mirror import MIRROR_MOVE, flip_state
-from oneply.engine.moves import MOVES, NUM_MOVES
-from oneply.engine.tokenizer import tokenize
+from oneply.engine.facts.moves import MOVES, NUM_MOVES
+from oneply.engine.facts.tokenizer import tokenize
+from oneply.engine.model.mirror import MIRROR_MOVE, flip_state
+from oneply.engine.play.inference import Scorer
 from tests.conftest import POSITION_218
 from tests.helpers.model_helpers import file_log_probs, scores_by_move, torch_log_probs
 
 torch = pytest.importorskip("torch")
 
-from oneply.engine.bench import build_variants  # noqa: E402
-from oneply.engine.graph import build_model, weights_of  # noqa: E402
-from oneply.training.export import export_model  # noqa: E402
-from oneply.training.model import PRESETS, ActionValueModel  # noqa: E402
-from oneply.training.warm_start import load_init, load_weights  # noqa: E402
+from oneply.engine.model.graph import build_model, weights_of  # noqa: E402
+from oneply.engine.play.bench import build_variants  # noqa: E402
+from oneply.training.fit.warm_start import load_init, load_weights  # noqa: E402
+from oneply.training.model.export import export_model  # noqa: E402
+from oneply.training.model.model import PRESETS, ActionValueModel  # noqa: E402
 
 #: every preset has the view since v4; the format-3 model of its tests reads no facts
 MIRROR = dataclasses.replace(PRESETS["tiny"], features=())

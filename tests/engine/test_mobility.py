@@ -1,7 +1,7 @@
-"""The ``mobility`` facts (engine/exchange.py safe_moves, engine/features.py ``safe_moves``):
-trapped pieces a player sees at once, held to hand-picked positions, to the static exchange of
-each destination on random positions for both colours, and spared a model that does not read
-them."""
+"""The ``mobility`` facts (engine/facts/exchange.py safe_moves, engine/facts/features.py
+``safe_moves``): trapped pieces a player sees at once, held to hand-picked positions, to the static
+exchange of each destination on random positions for both colours, and spared a model that does not
+read them."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import chess
 import numpy as np
 import pytest
 
-from oneply.engine.exchange import move_exchange, safe_moves
-from oneply.engine.features import SQUARE_NAMES, group_facts, square_facts
+from oneply.engine.facts.exchange import move_exchange, safe_moves
+from oneply.engine.facts.features import SQUARE_NAMES, group_facts, square_facts
 from tests.engine.test_checks import random_positions
 from tests.helpers.fact_versions import V14_FACTS
 

@@ -9,18 +9,18 @@ import numpy as np
 import onnx
 import pytest
 
-from oneply.engine.architecture import FLAGS, check_weights, parameters
-from oneply.engine.features import ALL_FACTS
-from oneply.engine.inference import Scorer, encode_batch
-from oneply.engine.model_file import ModelFileError
-from oneply.engine.tokenizer import tokenize
+from oneply.engine.facts.features import ALL_FACTS
+from oneply.engine.facts.tokenizer import tokenize
+from oneply.engine.model.architecture import FLAGS, check_weights, parameters
+from oneply.engine.model.model_file import ModelFileError
+from oneply.engine.play.inference import Scorer, encode_batch
 from tests.conftest import POSITION_218
 from tests.helpers.model_helpers import file_log_probs, randomise_fact_tables, torch_log_probs
 
 torch = pytest.importorskip("torch")
 
-from oneply.training.export import export_model  # noqa: E402
-from oneply.training.model import PRESETS, ActionValueModel  # noqa: E402
+from oneply.training.model.export import export_model  # noqa: E402
+from oneply.training.model.model import PRESETS, ActionValueModel  # noqa: E402
 
 MIDDLEGAME = "r1bq1rk1/pp2bppp/2n1pn2/3p4/2PP4/2N2N2/PP2BPPP/R2QKB1R w KQ - 3 8"
 
@@ -70,7 +70,7 @@ def test_per_move_layout_lets_the_state_see_the_move():
 
 
 def _variants() -> list:
-    """Every combination of the declared flags (engine/architecture.FLAGS): a new variant
+    """Every combination of the declared flags (engine/model/architecture.FLAGS): a new variant
     declared there is covered here without another list."""
     names = list(FLAGS)
     combos = itertools.product(*(FLAGS[n] for n in names))
@@ -241,8 +241,8 @@ def test_export_cli_writes_metadata(tmp_path):
 def test_the_declaration_is_what_both_sides_build(tmp_path) -> None:
     """The torch model and the graph hold exactly the declared weights; the builder refuses a
     missing, extra or misshapen tensor by name."""
-    from oneply.engine.graph import build_model, weights_of
-    from oneply.training.export import onnx_weights
+    from oneply.engine.model.graph import build_model, weights_of
+    from oneply.training.model.export import onnx_weights
 
     model = ActionValueModel(PRESETS["tiny"])
     declared = {p.name: p.shape for p in parameters(model.config.to_dict())}

@@ -1,8 +1,8 @@
-"""The compiled core (engine/csrc, engine/native.py) against its Python specification.
+"""The compiled core (engine/csrc, engine/facts/native.py) against its Python specification.
 
 Perft of its move generator against the standard perft positions (the published counts, which
 python-chess reproduces; the first two plies are also counted here with python-chess), then
-legal move ids, state tokens and every fact bit for bit against engine/features.py on the
+legal move ids, state tokens and every fact bit for bit against engine/facts/features.py on the
 bench set and on random play-outs. ``ONEPLY_PARITY_POSITIONS`` raises the play-out count for a
 long run (the closing note's 100,000).
 """
@@ -17,9 +17,9 @@ import chess.engine
 import numpy as np
 import pytest
 
-from oneply.engine import native
-from oneply.engine.bench import load_positions
-from oneply.engine.encoding import encode_batch, python_batch, token_facts
+from oneply.engine.facts import native
+from oneply.engine.facts.encoding import encode_batch, python_batch, token_facts
+from oneply.engine.play.bench import load_positions
 
 pytestmark = pytest.mark.skipif(not native.available(), reason=f"no compiled core: {native.REASON}")
 

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from oneply.engine import native
+from oneply.engine.facts import native
 from tests.engine.test_native import assert_same
 
 pytestmark = pytest.mark.skipif(not native.available(), reason=f"no compiled core: {native.REASON}")

@@ -12,9 +12,9 @@ import chess
 import numpy as np
 import pytest
 
-from oneply.engine import native
-from oneply.engine.bench import load_positions
-from oneply.engine.encoding import encode_batch
+from oneply.engine.facts import native
+from oneply.engine.facts.encoding import encode_batch
+from oneply.engine.play.bench import load_positions
 from tests.conftest import REPO
 
 HIDE_THE_CORE = """
@@ -28,9 +28,9 @@ sys.meta_path.insert(0, Hide())
 
 ENCODE_TWICE = """
 import chess, numpy as np
-from oneply.engine import native
-from oneply.engine.bench import load_positions
-from oneply.engine.encoding import encode_batch
+from oneply.engine.facts import native
+from oneply.engine.play.bench import load_positions
+from oneply.engine.facts.encoding import encode_batch
 boards = load_positions(limit=12)
 first, second = encode_batch(boards, True), encode_batch(boards[:2], True)
 print(native.path_name())

@@ -1,4 +1,4 @@
-"""The move policy's rules on constructed positions with injected scores (engine/policy.py).
+"""The move policy's rules on constructed positions with injected scores (engine/play/policy.py).
 
 Scores are injected, not computed, so each test states exactly what the model "thinks";
 the Stockfish tests use the real engine (or a wrapper that sleeps or crashes on `go`).
@@ -12,14 +12,14 @@ from pathlib import Path
 import chess
 import pytest
 
-from oneply.engine.inference import MoveScore
-from oneply.engine.policy import (
+from oneply.engine.play.inference import MoveScore
+from oneply.engine.play.policy import (
     ENV_SEED,
     SAFETY_S,
     MovePolicy,
     own_moves_played,
 )
-from oneply.engine.policy_config import (
+from oneply.engine.play.policy_config import (
     POLICY_OPTIONS,
     PolicyConfig,
     PolicyOptionError,
@@ -385,7 +385,7 @@ def test_slow_wrapper_is_a_working_stockfish_that_holds_go_back(monkeypatch, sto
 
 
 def test_uci_engine_announces_the_policy_options():
-    from oneply.engine.uci_input import Option
+    from oneply.engine.uci.parsing import Option
 
     lines = [Option(*spec).announce() for spec in MovePolicy.UCI_OPTIONS]
     assert "option name RepetitionDamping type check default true" in lines

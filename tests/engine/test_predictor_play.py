@@ -1,5 +1,5 @@
 """Playing with sv and bc model files (issue 22): the Scorer's rule for each predictor
-(engine/inference.py), and `oneply uci` / `oneply analyse` on such files."""
+(engine/play/inference.py), and `oneply uci` / `oneply analyse` on such files."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import json
 import chess
 import pytest
 
-from oneply.engine.inference import Scorer, encode_batch, encode_states
-from oneply.engine.values import expected_win
+from oneply.engine.model.values import expected_win
+from oneply.engine.play.inference import Scorer, encode_batch, encode_states
 from tests.helpers.model_helpers import predictor_model as model_of
 
 MIDDLEGAME = "r1bq1rk1/pp2bppp/2n1pn2/3p4/2PP4/2N2N2/PP2BPPP/R2QKB1R w KQ - 3 8"
@@ -17,7 +17,7 @@ MATE_IN_ONE = "6k1/5ppp/8/8/8/8/8/R5K1 w - - 0 1"  # Ra8#
 
 torch = pytest.importorskip("torch")
 
-from oneply.training.export import export_model  # noqa: E402
+from oneply.training.model.export import export_model  # noqa: E402
 
 
 @pytest.fixture(autouse=True)

@@ -11,16 +11,16 @@ import numpy as np
 import onnx
 import pytest
 
-from oneply.engine.features import ALL_FACTS
-from oneply.engine.inference import Scorer, encode_batch
-from oneply.engine.model_file import BUNDLED_MODEL, ModelFileError
-from oneply.engine.values import expected_win
+from oneply.engine.facts.features import ALL_FACTS
+from oneply.engine.model.model_file import BUNDLED_MODEL, ModelFileError
+from oneply.engine.model.values import expected_win
+from oneply.engine.play.inference import Scorer, encode_batch
 from tests.conftest import POSITION_218
 from tests.helpers.model_helpers import predictor_model as model_of
 
 torch = pytest.importorskip("torch")
 
-from oneply.training.export import export_model  # noqa: E402
+from oneply.training.model.export import export_model  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 

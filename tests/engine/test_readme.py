@@ -24,8 +24,8 @@ import pytest
 import yaml
 
 from oneply.engine.cli import COMMANDS
-from oneply.engine.policy_config import POLICY_OPTIONS
-from oneply.engine.uci import UciEngine
+from oneply.engine.play.policy_config import POLICY_OPTIONS
+from oneply.engine.uci.engine import UciEngine
 from oneply.training.cli import STEPS
 from tests.conftest import REPO
 

@@ -1,4 +1,4 @@
-"""Look-ahead (engine/search.py) on its own and through `oneply uci` with option Search."""
+"""Look-ahead (engine/play/search.py) on its own and through `oneply uci` with option Search."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ import chess.engine
 import pytest
 
 from oneply.arena.puzzles import DEV_PUZZLES, Puzzle, read_puzzles, solve_puzzles
-from oneply.engine.books import open_tablebase
-from oneply.engine.inference import MoveScore, Scorer
-from oneply.engine.search import Limits, SearchScorer, TreeSearch, exact_value
+from oneply.engine.play.books import open_tablebase
+from oneply.engine.play.inference import MoveScore, Scorer
+from oneply.engine.play.search import Limits, SearchScorer, TreeSearch, exact_value
 from tests.conftest import REPO
 from tests.helpers.syzygy import SYZYGY, needs_tables
 from tests.helpers.uci import UCI_CMD, RawEngine

@@ -1,4 +1,4 @@
-"""The look-ahead's time manager (engine/clock.py SearchTime) on slowed scorers: it spends
+"""The look-ahead's time manager (engine/play/clock.py SearchTime) on slowed scorers: it spends
 little when one move stands out, more when the top two are close, never past its budget, and
 hands a clock too short to buy a search back to the one-pass move."""
 
@@ -10,14 +10,14 @@ from collections.abc import Callable, Sequence
 import chess
 import pytest
 
-from oneply.engine.clock import (
+from oneply.engine.play.clock import (
     CLEAR_SHARE,
     MIN_SEARCH_NODES,
     SearchTime,
     search_time,
 )
-from oneply.engine.inference import MoveScore, Scorer
-from oneply.engine.search import Limits, TreeSearch
+from oneply.engine.play.inference import MoveScore, Scorer
+from oneply.engine.play.search import Limits, TreeSearch
 
 NODE_SECONDS = 0.004
 

@@ -1,7 +1,7 @@
-"""The ``kings`` and ``passers`` facts (engine/structure.py, engine/features.py ``king_flights``
-and ``passed``): held to hand-picked positions for both colours and whoever is to move, to
-python-chess's own king moves and a slow pawn-by-pawn rule on random positions, and spared a
-model that does not read them."""
+"""The ``kings`` and ``passers`` facts (engine/facts/structure.py, engine/facts/features.py
+``king_flights`` and ``passed``): held to hand-picked positions for both colours and whoever is to
+move, to python-chess's own king moves and a slow pawn-by-pawn rule on random positions, and spared
+a model that does not read them."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import chess
 import numpy as np
 import pytest
 
-from oneply.engine.features import SQUARE_NAMES, group_facts, square_facts
-from oneply.engine.structure import is_passed, king_flights, outruns_king, passer
+from oneply.engine.facts.features import SQUARE_NAMES, group_facts, square_facts
+from oneply.engine.facts.structure import is_passed, king_flights, outruns_king, passer
 from tests.engine.test_checks import random_positions
 from tests.helpers.fact_versions import V14_FACTS
 

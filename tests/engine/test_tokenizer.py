@@ -6,8 +6,8 @@ import chess
 import numpy as np
 import pytest
 
-from oneply.engine.moves import MAX_LEGAL_MOVES, MOVES, NUM_MOVES, legal_move_ids, move_id
-from oneply.engine.tokenizer import TokenizerError, state_string, tokenize
+from oneply.engine.facts.moves import MAX_LEGAL_MOVES, MOVES, NUM_MOVES, legal_move_ids, move_id
+from oneply.engine.facts.tokenizer import TokenizerError, state_string, tokenize
 from tests.conftest import REPO
 
 # The vocabulary typed out again, so a change to the module cannot silently pass.
@@ -116,8 +116,8 @@ FORMAT_DOC = REPO / "docs" / "FORMAT.md"
 def test_format_doc_agrees_with_the_code():
     """docs/FORMAT.md is the written contract: its vocabulary, start-position tokens, move check
     values and format versions must be the code's."""
-    from oneply.engine.model_file import FORMAT_VERSION, READABLE_VERSIONS
-    from oneply.engine.tokenizer import CHARACTERS
+    from oneply.engine.facts.tokenizer import CHARACTERS
+    from oneply.engine.model.model_file import FORMAT_VERSION, READABLE_VERSIONS
 
     text = FORMAT_DOC.read_text()
     assert f"\n    {CHARACTERS}\n" in text

@@ -295,8 +295,8 @@ def test_unknown_subcommand_exits_2_naming_it():
 
 def test_think_budget_is_one_formula_for_uci_and_bot():
     from oneply.bot.game import think_time
-    from oneply.engine.clock import MAX_THINK_MS, think_budget_ms
-    from oneply.engine.uci_input import GoLimits
+    from oneply.engine.play.clock import MAX_THINK_MS, think_budget_ms
+    from oneply.engine.uci.parsing import GoLimits
 
     for left, inc in [(60_000, 1_000), (3_000, 0), (500, 2_000), (900_000, 10_000)]:
         limits, notes = GoLimits.parse(f"wtime {left} btime 1 winc {inc} binc 0".split())

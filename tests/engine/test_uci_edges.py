@@ -17,7 +17,7 @@ from tests.helpers.uci import RawEngine
 #: `oneply uci` whose model loader sleeps first: a stand-in for a big model on a slow disk
 SLOW_LOADER = """
 import sys, time
-import oneply.engine.uci as uci
+import oneply.engine.uci.engine as uci
 real = uci.load_model
 def slow(*args):
     time.sleep(float(sys.argv[1]))

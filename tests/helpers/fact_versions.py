@@ -2,13 +2,13 @@
 grow a model from an older set or check that a model without a group is spared its work.
 
 Each version added groups to the one before (docs/studies/README.md says which study adopted
-each); the engine itself knows only the groups (engine/features.py ``GROUPS``) and the set every
-preset reads (``ADOPTED_GROUPS``).
+each); the engine itself knows only the groups (engine/facts/features.py ``GROUPS``) and the set
+every preset reads (``ADOPTED_GROUPS``).
 """
 
 from __future__ import annotations
 
-from oneply.engine.features import BASE_GROUPS, group_facts
+from oneply.engine.facts.features import BASE_GROUPS, group_facts
 
 #: v5 – v7: the base groups
 V5_GROUPS: tuple[str, ...] = BASE_GROUPS

@@ -8,9 +8,9 @@ from collections.abc import Sequence
 import chess
 import numpy as np
 
-from oneply.engine.inference import Scorer, encode_batch
-from oneply.engine.mirror import MIRROR_MOVE
-from oneply.engine.moves import MOVES, move_id
+from oneply.engine.facts.moves import MOVES, move_id
+from oneply.engine.model.mirror import MIRROR_MOVE
+from oneply.engine.play.inference import Scorer, encode_batch
 
 
 def torch_log_probs(model, boards: Sequence[chess.Board], layout: str = "shared"):
@@ -59,7 +59,7 @@ def predictor_model(predictor: str, seed: int = 3, **changes):
 
     import torch
 
-    from oneply.training.model import PRESETS, ActionValueModel
+    from oneply.training.model.model import PRESETS, ActionValueModel
 
     torch.manual_seed(seed)
     config = dataclasses.replace(PRESETS["tiny"], predictor=predictor, **changes)

@@ -1,4 +1,4 @@
-"""Checks every move fact of engine/checks.py owes: it turns over with the board, and a model
+"""Checks every move fact of engine/facts/checks.py owes: it turns over with the board, and a model
 that does not read it is spared it (one helper, for the `replies` and `mate_threats` tests)."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from collections.abc import Sequence
 import chess
 import numpy as np
 
-from oneply.engine.features import MOVE_NAMES, encode_facts, move_facts
-from oneply.engine.mirror import mirror_square
+from oneply.engine.facts.features import MOVE_NAMES, encode_facts, move_facts
+from oneply.engine.model.mirror import mirror_square
 
 
 def assert_turns_over_with_the_board(board: chess.Board, channel: int) -> None:

@@ -1,15 +1,15 @@
 """An independent reference for the data engine's labels: every legal move of a position scored
 through python-chess's own engine client (`analyse` with MultiPV), not oneply's UCI pipe
-(training/stockfish_scorer.py). Where the two agree, the labels are Stockfish's."""
+(training/data/stockfish_scorer.py). Where the two agree, the labels are Stockfish's."""
 
 from __future__ import annotations
 
 import chess
 import chess.engine
 
+from oneply.engine.model.values import score_to_win
 from oneply.engine.stockfish import multipv_scores
-from oneply.engine.values import score_to_win
-from oneply.training.stockfish_scorer import settled_and_searched
+from oneply.training.data.stockfish_scorer import settled_and_searched
 
 
 def reference_values(

@@ -12,11 +12,11 @@ from typing import Any
 import chess
 import numpy as np
 
-from oneply.engine.moves import legal_move_ids
-from oneply.engine.tokenizer import tokenize
-from oneply.training import generate
-from oneply.training.config import TrainConfig
-from oneply.training.shard_publish import write_shard
+from oneply.engine.facts.moves import legal_move_ids
+from oneply.engine.facts.tokenizer import tokenize
+from oneply.training.data import generate
+from oneply.training.data.shard_publish import write_shard
+from oneply.training.fit.config import TrainConfig
 
 
 def learnable_wins(ids: np.ndarray) -> np.ndarray:
@@ -81,7 +81,7 @@ def run_generate(out: Path, count: int, *extra: str) -> dict[str, Any]:
 def train_in_background(cfg: TrainConfig) -> tuple[threading.Thread, list[BaseException]]:
     """`fit.train(cfg)` in a started thread, for a run that waits on data the test writes; the
     list collects what it raised, for the test to assert empty after joining."""
-    from oneply.training import fit  # torch, imported only by the tests that train
+    from oneply.training.fit import fit  # torch, imported only by the tests that train
 
     errors: list[BaseException] = []
 

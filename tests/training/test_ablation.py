@@ -11,7 +11,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from oneply.training import ablation, budget  # noqa: E402
+from oneply.training.lab import ablation, budget  # noqa: E402
 from tests.helpers.fact_versions import V5_FACTS  # noqa: E402
 from tests.helpers.training import make_shard  # noqa: E402
 

@@ -1,4 +1,4 @@
-"""Issue 81's rows of `oneply train ablate` (training/ablation_variants.ROUND_3): each names one
+"""Issue 81's rows of `oneply train ablate` (training/lab/ablation_variants.ROUND_3): each names one
 change against v15's network, the shape rows hold the parameters they claim, and each row's
 network (at a test's size) trains a step and exports to a file that computes what torch does."""
 
@@ -13,17 +13,17 @@ import chess
 import numpy as np
 import pytest
 
-from oneply.engine.architecture import ATTENTION_FLAGS, parameters
-from oneply.engine.features import ADOPTED_FACTS
+from oneply.engine.facts.features import ADOPTED_FACTS
+from oneply.engine.model.architecture import ATTENTION_FLAGS, parameters
 from tests.helpers.model_helpers import file_log_probs, torch_log_probs
 
 torch = pytest.importorskip("torch")
 
-from oneply.engine.inference import Scorer, encode_batch  # noqa: E402
-from oneply.training import ablation  # noqa: E402
-from oneply.training.ablation_variants import BASE_MODEL, ROUND_3, variant_named  # noqa: E402
-from oneply.training.export import export_model  # noqa: E402
-from oneply.training.model import PRESETS, ActionValueModel  # noqa: E402
+from oneply.engine.play.inference import Scorer, encode_batch  # noqa: E402
+from oneply.training.lab import ablation  # noqa: E402
+from oneply.training.lab.ablation_variants import BASE_MODEL, ROUND_3, variant_named  # noqa: E402
+from oneply.training.model.export import export_model  # noqa: E402
+from oneply.training.model.model import PRESETS, ActionValueModel  # noqa: E402
 from tests.helpers.training import make_shard  # noqa: E402
 
 MIDDLEGAME_BLACK = "r1bq1rk1/pp2bppp/2n1pn2/3p4/2PP4/2N2N2/PP2BPPP/R2QKB1R b - - 3 8"

@@ -18,8 +18,8 @@ import numpy as np
 import pytest
 
 from oneply.engine.errors import CommandError
-from oneply.engine.features import GROUPS
-from oneply.engine.inference import Scorer
+from oneply.engine.facts.features import GROUPS
+from oneply.engine.play.inference import Scorer
 from tests.conftest import POSITION_218
 from tests.helpers.fact_versions import V5_FACTS, V5_GROUPS
 from tests.helpers.model_helpers import file_log_probs, torch_log_probs
@@ -27,20 +27,20 @@ from tests.helpers.model_helpers import file_log_probs, torch_log_probs
 torch = pytest.importorskip("torch")
 
 from oneply.arena.puzzles import DEV_PUZZLES  # noqa: E402
-from oneply.training import fit  # noqa: E402
-from oneply.training.checkpoints import build_state, saved_step  # noqa: E402
-from oneply.training.config import (  # noqa: E402
+from oneply.training.fit import fit  # noqa: E402
+from oneply.training.fit.checkpoints import build_state, saved_step  # noqa: E402
+from oneply.training.fit.config import (  # noqa: E402
     CHECKPOINT,
     METRICS,
     PLOT,
     TrainConfig,
     check_compatible,
 )
-from oneply.training.data_feed import DataFeed  # noqa: E402
-from oneply.training.device import Dist, pick_device  # noqa: E402
-from oneply.training.export import export_model, load_checkpoint_model  # noqa: E402
-from oneply.training.model import PRESETS, ActionValueModel  # noqa: E402
-from oneply.training.warm_start import run_architecture  # noqa: E402
+from oneply.training.fit.data_feed import DataFeed  # noqa: E402
+from oneply.training.fit.device import Dist, pick_device  # noqa: E402
+from oneply.training.fit.warm_start import run_architecture  # noqa: E402
+from oneply.training.model.export import export_model, load_checkpoint_model  # noqa: E402
+from oneply.training.model.model import PRESETS, ActionValueModel  # noqa: E402
 from tests.conftest import REPO  # noqa: E402
 from tests.helpers.model_helpers import scores_by_move  # noqa: E402
 from tests.helpers.training import (  # noqa: E402
@@ -97,7 +97,7 @@ def source_model(
     "move_features", [True, False, None], ids=["features", "id-only", "bundled"]
 )
 def test_init_from_onnx_reproduces_the_model_file(tmp_path: Path, move_features) -> None:
-    from oneply.engine.model_file import BUNDLED_MODEL
+    from oneply.engine.model.model_file import BUNDLED_MODEL
 
     if move_features is None:  # the shipped file as it is
         path = BUNDLED_MODEL
@@ -389,8 +389,8 @@ def test_the_puzzle_check_agrees_with_oneply_eval() -> None:
     """The torch check of the warm-started bundled model and the onnxruntime evaluation of its
     file solve the same puzzles (a trained model: no near-ties for float noise to flip)."""
     from oneply.arena.puzzles import read_puzzles, solve_puzzles
-    from oneply.engine.model_file import BUNDLED_MODEL
-    from oneply.training.validation import TorchScorer
+    from oneply.engine.model.model_file import BUNDLED_MODEL
+    from oneply.training.fit.validation import TorchScorer
 
     puzzles = read_puzzles(DEV_PUZZLES, 40)
     model = warm_started(BUNDLED_MODEL)

@@ -18,12 +18,12 @@ import numpy as np
 import pytest
 
 from oneply.engine.cli import run_reporting
-from oneply.engine.moves import legal_move_ids
+from oneply.engine.facts.moves import legal_move_ids
+from oneply.engine.facts.tokenizer import position_key, tokenize
 from oneply.engine.stockfish import close_stockfish, open_stockfish
-from oneply.engine.tokenizer import position_key, tokenize
-from oneply.training import annotate
-from oneply.training.dataset import AnnotatedDataset, Shard
-from oneply.training.stockfish_scorer import StockfishScorer
+from oneply.training.data import annotate
+from oneply.training.data.dataset import AnnotatedDataset, Shard
+from oneply.training.data.stockfish_scorer import StockfishScorer
 from tests.conftest import REPO, stockfish_path
 from tests.helpers.processes import session_processes, wait_until_gone
 from tests.helpers.stockfish_reference import reference_values
@@ -270,7 +270,7 @@ def _pgn(path: Path, games: int, seed: int = 0) -> Path:
 def _pgn_keys(path: Path) -> dict[bytes, str]:
     import chess.pgn
 
-    from oneply.training.pgn_annotate import game_positions
+    from oneply.training.data.pgn_annotate import game_positions
 
     keys: dict[bytes, str] = {}
     with open(path) as handle:
@@ -337,10 +337,10 @@ def test_pgn_json_reports_the_rate_and_stockfish_alone(tmp_path: Path, capsys) -
 
 def test_every_source_is_a_train_step_and_pgn_equals_annotate(tmp_path: Path, capsys) -> None:
     """`train pgn X.pgn` is the PGN source itself: the same shards as `train annotate X.pgn`,
-    and every source of training/sources.py is a `oneply train` step with its own --help."""
+    and every source of training/data/sources.py is a `oneply train` step with its own --help."""
     from oneply.engine.cli import main as cli_main
     from oneply.training.cli import STEPS
-    from oneply.training.sources import SOURCES
+    from oneply.training.data.sources import SOURCES
 
     for name, module in SOURCES.items():
         assert STEPS[name][0] == module

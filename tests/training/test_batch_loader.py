@@ -9,12 +9,12 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from oneply.training import fit  # noqa: E402
-from oneply.training.batch_loader import BatchLoader  # noqa: E402
-from oneply.training.batches import Batch, asdict_shallow, collate  # noqa: E402
-from oneply.training.config import CHECKPOINT  # noqa: E402
-from oneply.training.data_feed import DataFeed  # noqa: E402
-from oneply.training.device import Dist  # noqa: E402
+from oneply.training.fit import fit  # noqa: E402
+from oneply.training.fit.batch_loader import BatchLoader  # noqa: E402
+from oneply.training.fit.batches import Batch, asdict_shallow, collate  # noqa: E402
+from oneply.training.fit.config import CHECKPOINT  # noqa: E402
+from oneply.training.fit.data_feed import DataFeed  # noqa: E402
+from oneply.training.fit.device import Dist  # noqa: E402
 from tests.helpers.training import config, make_shard  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")

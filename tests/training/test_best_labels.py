@@ -17,17 +17,18 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from oneply.engine.errors import CommandError  # noqa: E402
-from oneply.engine.tokenizer import tokenize  # noqa: E402
-from oneply.training import fit, inspect_data  # noqa: E402
-from oneply.training.batches import collate  # noqa: E402
-from oneply.training.best_games import MISTAKE_CAP, mistake_probability  # noqa: E402
-from oneply.training.compact import UNSCORED, fen_of_tokens  # noqa: E402
-from oneply.training.config import METRICS  # noqa: E402
-from oneply.training.dataset import AnnotatedDataset, Shard, find_shards  # noqa: E402
-from oneply.training.shard_publish import write_compact_shard  # noqa: E402
-from oneply.training.shard_writer import SourceError  # noqa: E402
-from oneply.training.stockfish_scorer import StockfishScorer  # noqa: E402
-from oneply.training.targets import best_slots, position_values  # noqa: E402
+from oneply.engine.facts.tokenizer import tokenize  # noqa: E402
+from oneply.training.data import inspect_data  # noqa: E402
+from oneply.training.data.best_games import MISTAKE_CAP, mistake_probability  # noqa: E402
+from oneply.training.data.compact import UNSCORED, fen_of_tokens  # noqa: E402
+from oneply.training.data.dataset import AnnotatedDataset, Shard, find_shards  # noqa: E402
+from oneply.training.data.shard_publish import write_compact_shard  # noqa: E402
+from oneply.training.data.shard_writer import SourceError  # noqa: E402
+from oneply.training.data.stockfish_scorer import StockfishScorer  # noqa: E402
+from oneply.training.fit import fit  # noqa: E402
+from oneply.training.fit.batches import collate  # noqa: E402
+from oneply.training.fit.config import METRICS  # noqa: E402
+from oneply.training.fit.targets import best_slots, position_values  # noqa: E402
 from tests.conftest import stockfish_path  # noqa: E402
 from tests.helpers.training import config, make_shard, run_generate  # noqa: E402
 

@@ -14,12 +14,13 @@ from pathlib import Path
 import pytest
 
 from oneply.engine.errors import CommandError
-from oneply.engine.inference import Scorer
+from oneply.engine.play.inference import Scorer
 
 torch = pytest.importorskip("torch")
 
-from oneply.engine.features import ADOPTED_FACTS, GROUPS, check_names  # noqa: E402
-from oneply.training import campaign, fit  # noqa: E402
+from oneply.engine.facts.features import ADOPTED_FACTS, GROUPS, check_names  # noqa: E402
+from oneply.training.fit import fit  # noqa: E402
+from oneply.training.lab import campaign  # noqa: E402
 from tests.helpers.fact_versions import V8_FACTS  # noqa: E402
 from tests.helpers.training import (  # noqa: E402
     config,

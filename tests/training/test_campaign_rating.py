@@ -1,5 +1,5 @@
 """`oneply train campaign rate`: suite runs' games added to a ledger row, and the curve's
-rating panel (training/campaign_rating.py, training/campaign_curve.py)."""
+rating panel (training/lab/campaign_rating.py, training/lab/campaign_curve.py)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 from oneply.arena import elo
 from oneply.arena.suite_result import OpponentResult, SuiteResult, combined_rating
 from oneply.engine.errors import CommandError
-from oneply.training import campaign, campaign_curve
+from oneply.training.lab import campaign, campaign_curve
 
 ANCHORS = {"sf-skill0": 1145.0, "sf-elo1350": 1350.0}
 

@@ -6,8 +6,8 @@ import subprocess
 import sys
 import time
 
-from oneply.training import cpu_clock
-from oneply.training.cpu_clock import tree_cpu_seconds
+from oneply.training.data import cpu_clock
+from oneply.training.data.cpu_clock import tree_cpu_seconds
 
 BURN = "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.5: pass\n"
 
@@ -48,7 +48,7 @@ def test_a_shard_written_after_its_tree_lost_processes_falls_back_to_wall_time(t
     import os
     import signal
 
-    from oneply.training.shard_writer import Writer
+    from oneply.training.data.shard_writer import Writer
 
     spawner = (
         "import subprocess, sys, time\n"

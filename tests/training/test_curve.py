@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from oneply.engine.errors import CommandError
-from oneply.training.curve import chain, puzzle_trend, report, run_points
+from oneply.training.lab.curve import chain, puzzle_trend, report, run_points
 
 
 def fake_run(root: Path, name: str, batch: int, evals: list[tuple[int, float, float]]) -> Path:

@@ -16,11 +16,11 @@ from tests.helpers.training import config, make_shard, train_in_background
 
 torch = pytest.importorskip("torch")
 
-from oneply.training import data_feed, deadline, fit  # noqa: E402
-from oneply.training.checkpoints import saved_step  # noqa: E402
-from oneply.training.config import CHECKPOINT, TrainConfig  # noqa: E402
-from oneply.training.data_feed import DataFeed  # noqa: E402
-from oneply.training.device import Dist  # noqa: E402
+from oneply.training.fit import data_feed, deadline, fit  # noqa: E402
+from oneply.training.fit.checkpoints import saved_step  # noqa: E402
+from oneply.training.fit.config import CHECKPOINT, TrainConfig  # noqa: E402
+from oneply.training.fit.data_feed import DataFeed  # noqa: E402
+from oneply.training.fit.device import Dist  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 

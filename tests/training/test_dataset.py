@@ -11,10 +11,10 @@ import chess
 import numpy as np
 import pytest
 
-from oneply.engine.moves import legal_move_ids
-from oneply.engine.tokenizer import position_key, tokenize
-from oneply.training.compact import fen_of_tokens
-from oneply.training.dataset import (
+from oneply.engine.facts.moves import legal_move_ids
+from oneply.engine.facts.tokenizer import position_key, tokenize
+from oneply.training.data.compact import fen_of_tokens
+from oneply.training.data.dataset import (
     AnnotatedDataset,
     DatasetError,
     Shard,
@@ -22,7 +22,7 @@ from oneply.training.dataset import (
     is_validation,
     puzzle_keys,
 )
-from oneply.training.shard_publish import write_compact_shard, write_shard
+from oneply.training.data.shard_publish import write_compact_shard, write_shard
 
 
 def _positions(count: int, seed: int = 0) -> list[chess.Board]:

@@ -8,14 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from oneply.training import deadline
-from oneply.training.deadline import WARM_STEPS, Deadline
+from oneply.training.fit import deadline
+from oneply.training.fit.deadline import WARM_STEPS, Deadline
 
 torch = pytest.importorskip("torch")
 
-from oneply.training import fit  # noqa: E402
-from oneply.training.config import METRICS  # noqa: E402
-from oneply.training.optim import learning_rate  # noqa: E402
+from oneply.training.fit import fit  # noqa: E402
+from oneply.training.fit.config import METRICS  # noqa: E402
+from oneply.training.fit.optim import learning_rate  # noqa: E402
 from tests.helpers.training import config, make_shard  # noqa: E402
 
 

@@ -1,4 +1,4 @@
-"""`oneply import-dm`: DeepMind's checkpoints → oneply model files (training/dm_import.py).
+"""`oneply import-dm`: DeepMind's checkpoints → oneply model files (training/model/dm_import.py).
 
 The real weights cannot be downloaded here. tests/helpers/dm_reference.py builds a checkpoint with
 exactly their structure (haiku parameter names and shapes, orbax on-disk layout) filled with
@@ -22,11 +22,11 @@ pytest.importorskip("haiku")
 pytest.importorskip("orbax.checkpoint")
 
 from oneply.engine.cli import main  # noqa: E402
-from oneply.engine.inference import Scorer  # noqa: E402
-from oneply.engine.moves import MOVES, legal_move_ids  # noqa: E402
-from oneply.engine.tokenizer import tokenize  # noqa: E402
-from oneply.engine.values import bin_centres  # noqa: E402
-from oneply.training.dm_import import (  # noqa: E402
+from oneply.engine.facts.moves import MOVES, legal_move_ids  # noqa: E402
+from oneply.engine.facts.tokenizer import tokenize  # noqa: E402
+from oneply.engine.model.values import bin_centres  # noqa: E402
+from oneply.engine.play.inference import Scorer  # noqa: E402
+from oneply.training.model.dm_import import (  # noqa: E402
     SIZES,
     DMImportError,
     check_shapes,

@@ -12,11 +12,11 @@ import pytest
 
 from oneply.arena.puzzles import DEV_PUZZLES, Puzzle, PuzzleRun, puzzle_report
 from oneply.engine.cli import main
-from oneply.engine.moves import legal_move_ids
-from oneply.engine.tokenizer import tokenize
-from oneply.engine.values import erf
-from oneply.training import evaluate
-from oneply.training.shard_publish import write_shard
+from oneply.engine.facts.moves import legal_move_ids
+from oneply.engine.facts.tokenizer import tokenize
+from oneply.engine.model.values import erf
+from oneply.training.data.shard_publish import write_shard
+from oneply.training.fit import evaluate
 
 # Black to move plays c7c6; then White mates with Ra8# (the line) or Rb8# (also mate).
 MATE_FEN = "7k/2p3pp/8/8/8/8/8/RR4K1 b - - 0 1"
@@ -74,7 +74,7 @@ def test_position_metrics() -> None:
 
 
 def _bins(wins: np.ndarray) -> list[int]:
-    from oneply.engine.values import value_to_bin
+    from oneply.engine.model.values import value_to_bin
 
     return list(value_to_bin(wins))
 
@@ -170,10 +170,10 @@ def test_sv_and_bc_models_are_evaluated_by_their_move_ranking(
     torch = pytest.importorskip("torch")
     from dataclasses import replace
 
-    from oneply.engine.inference import Scorer
-    from oneply.training.dataset import AnnotatedDataset
-    from oneply.training.export import export_model
-    from oneply.training.model import PRESETS, ActionValueModel
+    from oneply.engine.play.inference import Scorer
+    from oneply.training.data.dataset import AnnotatedDataset
+    from oneply.training.model.export import export_model
+    from oneply.training.model.model import PRESETS, ActionValueModel
 
     torch.manual_seed(3)
     path = tmp_path / f"{predictor}.onnx"

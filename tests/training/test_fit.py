@@ -21,29 +21,29 @@ torch = pytest.importorskip("torch")
 import torch.nn.functional as F  # noqa: E402
 
 from oneply.engine.errors import CommandError  # noqa: E402
-from oneply.engine.values import (  # noqa: E402
+from oneply.engine.model.values import (  # noqa: E402
     bin_centres,
     hl_gauss,  # noqa: E402
     value_to_bin,
 )
-from oneply.training import checkpoints, fit  # noqa: E402
-from oneply.training.batches import BatchOrder, collate, training_indices  # noqa: E402
-from oneply.training.checkpoints import saved_step  # noqa: E402
-from oneply.training.config import CHECKPOINT, METRICS, PLOT, TrainConfig  # noqa: E402
-from oneply.training.dataset import (  # noqa: E402
+from oneply.training.data.dataset import (  # noqa: E402
     AnnotatedDataset,
     puzzle_keys,  # noqa: E402
 )
-from oneply.training.model import PRESETS, ActionValueModel  # noqa: E402
-from oneply.training.optim import learning_rate  # noqa: E402
-from oneply.training.targets import (  # noqa: E402
+from oneply.training.fit import checkpoints, fit  # noqa: E402
+from oneply.training.fit.batches import BatchOrder, collate, training_indices  # noqa: E402
+from oneply.training.fit.checkpoints import saved_step  # noqa: E402
+from oneply.training.fit.config import CHECKPOINT, METRICS, PLOT, TrainConfig  # noqa: E402
+from oneply.training.fit.optim import learning_rate  # noqa: E402
+from oneply.training.fit.targets import (  # noqa: E402
     action_hits,
     forward,
     hl_gauss_targets,
     loss_sum,
     one_hot_targets,
 )
-from oneply.training.train_bench import synthetic_batch  # noqa: E402
+from oneply.training.fit.train_bench import synthetic_batch  # noqa: E402
+from oneply.training.model.model import PRESETS, ActionValueModel  # noqa: E402
 from tests.conftest import REPO  # noqa: E402
 from tests.helpers.training import config, fit_command, make_shard  # noqa: E402
 
@@ -180,7 +180,7 @@ def test_a_short_run_learns_and_writes_checkpoint_metrics_and_plot(tmp_path: Pat
     for key in ("config", "preset", "model", "ema", "optimizer", "rng", "summary", "metrics"):
         assert key in checkpoint
     assert checkpoint["data_position"]["epoch"] >= 1  # 16 steps of 16 over ~96 positions
-    from oneply.training.export import load_checkpoint_model
+    from oneply.training.model.export import load_checkpoint_model
 
     model, _ = load_checkpoint_model(out / CHECKPOINT)  # the EMA weights, exportable
     assert model.config == PRESETS["tiny"]
@@ -211,7 +211,7 @@ def test_a_compiled_run_trains_the_same_weights_and_saves_plain_names(tmp_path: 
     assert not any(key.startswith("_orig_mod") for key in runs[True])
     for key, eager in runs[False].items():
         assert torch.allclose(runs[True][key], eager, atol=1e-5), key
-    from oneply.training.export import load_checkpoint_model
+    from oneply.training.model.export import load_checkpoint_model
 
     load_checkpoint_model(tmp_path / "compile-True" / CHECKPOINT)
 

@@ -17,12 +17,12 @@ import numpy as np
 import pytest
 
 from oneply.engine.cli import run_reporting
+from oneply.engine.facts.tokenizer import position_key, tokenize
 from oneply.engine.stockfish import close_stockfish, open_stockfish
-from oneply.engine.tokenizer import position_key, tokenize
-from oneply.training import generate
-from oneply.training.compact import fen_of_tokens
-from oneply.training.dataset import AnnotatedDataset, Shard, find_shards
-from oneply.training.shard_writer import SourceError
+from oneply.training.data import generate
+from oneply.training.data.compact import fen_of_tokens
+from oneply.training.data.dataset import AnnotatedDataset, Shard, find_shards
+from oneply.training.data.shard_writer import SourceError
 from tests.conftest import REPO, stockfish_path
 from tests.helpers.processes import session_processes, wait_until_gone
 from tests.helpers.stockfish_reference import reference_values
@@ -162,9 +162,9 @@ def _mistakes(settings, games: int) -> tuple[int, float, float]:
     import chess.polyglot
 
     from oneply.arena.settings import DEBIAN_BOOKS
-    from oneply.training.openings import DEFAULT_ECO, load_eco_lines
-    from oneply.training.scored_games import GamePlayer
-    from oneply.training.stockfish_scorer import StockfishScorer
+    from oneply.training.data.openings import DEFAULT_ECO, load_eco_lines
+    from oneply.training.data.scored_games import GamePlayer
+    from oneply.training.data.stockfish_scorer import StockfishScorer
 
     engine = StockfishScorer(stockfish_path())
     books = [chess.polyglot.open_reader(p) for p in DEBIAN_BOOKS if p.exists()]
@@ -201,7 +201,7 @@ def test_the_sampler_makes_mistakes_and_the_knobs_control_them() -> None:
     """Measured at depth 1 over 12 games of at most 60 plies: with the defaults 9–12% of moves
     lose 0.2 or more of win probability and 5–7% miss a winning capture; with no random or
     greedy moves and the lowest temperature, none. Thresholds: about half the measured shares."""
-    from oneply.training.scored_games import GameSettings
+    from oneply.training.data.scored_games import GameSettings
 
     moves, blunders, missed = _mistakes(GameSettings(depth=1, max_plies=60), 8)
     assert moves > 200 and blunders >= 0.045 and missed >= 0.025
@@ -216,7 +216,7 @@ def test_inspect_records_agree_with_a_fresh_stockfish_and_the_table_counts(
 ) -> None:
     import chess.engine
 
-    from oneply.training import inspect_data
+    from oneply.training.data import inspect_data
 
     out = tmp_path / "d"
     run_generate(out, 80, "--workers", "2", "--depth", "2")

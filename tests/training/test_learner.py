@@ -14,13 +14,13 @@ import chess.polyglot
 import pytest
 
 from oneply.arena.settings import DEBIAN_BOOKS
-from oneply.engine.inference import Scorer
-from oneply.engine.model_file import BUNDLED_MODEL
-from oneply.training.learner import file_digest, model_learner
-from oneply.training.openings import DEFAULT_ECO, load_eco_lines
-from oneply.training.scored_games import GamePlayer, GameSettings, Record
-from oneply.training.shard_writer import SourceError
-from oneply.training.stockfish_scorer import StockfishScorer
+from oneply.engine.model.model_file import BUNDLED_MODEL
+from oneply.engine.play.inference import Scorer
+from oneply.training.data.learner import file_digest, model_learner
+from oneply.training.data.openings import DEFAULT_ECO, load_eco_lines
+from oneply.training.data.scored_games import GamePlayer, GameSettings, Record
+from oneply.training.data.shard_writer import SourceError
+from oneply.training.data.stockfish_scorer import StockfishScorer
 from tests.conftest import REPO, stockfish_path
 from tests.helpers.training import run_generate
 

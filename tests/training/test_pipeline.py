@@ -13,9 +13,9 @@ import pytest
 
 from oneply.arena.puzzles import DEV_PUZZLES
 from oneply.engine.cli import main
-from oneply.engine.inference import Scorer
+from oneply.engine.play.inference import Scorer
 from oneply.training import pipeline
-from oneply.training.positions import manifest_path
+from oneply.training.data.positions import manifest_path
 
 pytestmark = pytest.mark.usefixtures("stockfish")
 
@@ -79,9 +79,9 @@ def test_a_failing_step_stops_the_pipeline_with_a_typed_error_and_its_exit_code(
     tmp_path: Path,
 ) -> None:
     from oneply.engine.errors import CommandError
-    from oneply.training import annotate
+    from oneply.training.data import annotate
 
     missing = tmp_path / "no-positions.txt"
-    with pytest.raises(CommandError, match="step oneply.training.annotate failed") as caught:
+    with pytest.raises(CommandError, match="step oneply.training.data.annotate failed") as caught:
         pipeline._call(annotate, [str(missing), "--out", str(tmp_path / "shards")])
     assert caught.value.exit_code == 2  # annotate's own status for bad input

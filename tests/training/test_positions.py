@@ -12,9 +12,9 @@ import pytest
 
 from oneply.arena.puzzles import DEV_PUZZLES
 from oneply.engine.cli import run_reporting
-from oneply.engine.tokenizer import position_key, tokenize
-from oneply.training import positions
-from oneply.training.dataset import DatasetError, puzzle_keys
+from oneply.engine.facts.tokenizer import position_key, tokenize
+from oneply.training.data import positions
+from oneply.training.data.dataset import DatasetError, puzzle_keys
 from tests.conftest import REPO
 
 

@@ -1,5 +1,5 @@
 """The paper's other two predictors (issue 22): state value (sv) and behavioural cloning (bc),
-trained on the same shards as action values (training/targets.py)."""
+trained on the same shards as action values (training/fit/targets.py)."""
 
 from __future__ import annotations
 
@@ -14,19 +14,19 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from oneply.engine.errors import CommandError  # noqa: E402
-from oneply.engine.features import SQUARE_NAMES  # noqa: E402
-from oneply.training import fit  # noqa: E402
-from oneply.training.batches import collate  # noqa: E402
-from oneply.training.config import CHECKPOINT, METRICS, TrainConfig  # noqa: E402
-from oneply.training.model import PRESETS, ActionValueModel  # noqa: E402
-from oneply.training.targets import (  # noqa: E402
+from oneply.engine.facts.features import SQUARE_NAMES  # noqa: E402
+from oneply.training.fit import fit  # noqa: E402
+from oneply.training.fit.batches import collate  # noqa: E402
+from oneply.training.fit.config import CHECKPOINT, METRICS, TrainConfig  # noqa: E402
+from oneply.training.fit.targets import (  # noqa: E402
     best_slots,
     hits,
     hl_gauss_targets,
     loss_sum,
     position_values,
 )
-from oneply.training.validation import TorchScorer  # noqa: E402
+from oneply.training.fit.validation import TorchScorer  # noqa: E402
+from oneply.training.model.model import PRESETS, ActionValueModel  # noqa: E402
 from tests.helpers.training import config, make_shard  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")

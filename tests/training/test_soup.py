@@ -12,18 +12,18 @@ import numpy as np
 import pytest
 
 from oneply.engine.errors import CommandError
-from oneply.engine.features import GROUPS, group_facts
-from oneply.engine.inference import Scorer
+from oneply.engine.facts.features import GROUPS, group_facts
+from oneply.engine.play.inference import Scorer
 from tests.conftest import POSITION_218, REPO
 from tests.helpers.fact_versions import V5_FACTS, V5_GROUPS
 from tests.helpers.model_helpers import file_log_probs, randomise_fact_tables, torch_log_probs
 
 torch = pytest.importorskip("torch")
 
-from oneply.training.export import export_model  # noqa: E402
-from oneply.training.model import PRESETS, ActionValueModel  # noqa: E402
-from oneply.training.soup import shares_of, soup  # noqa: E402
-from oneply.training.warm_start import load_init  # noqa: E402
+from oneply.training.fit.soup import shares_of, soup  # noqa: E402
+from oneply.training.fit.warm_start import load_init  # noqa: E402
+from oneply.training.model.export import export_model  # noqa: E402
+from oneply.training.model.model import PRESETS, ActionValueModel  # noqa: E402
 
 BOARDS = [
     chess.Board(),
@@ -99,7 +99,7 @@ def test_a_model_with_fewer_facts_counts_zero_in_the_rows_it_lacks(tmp_path: Pat
 
 def _rows(model: ActionValueModel, key: str) -> dict[str, slice]:
     """Each fact's rows in one of `model`'s fact tables."""
-    from oneply.engine.features import MOVE_FACTS, SQUARE_FACTS, table_offsets
+    from oneply.engine.facts.features import MOVE_FACTS, SQUARE_FACTS, table_offsets
 
     kind = SQUARE_FACTS if key.startswith("square") else MOVE_FACTS
     sizes = {fact.name: fact.size for fact in kind}

@@ -9,9 +9,9 @@ import chess
 import chess.engine
 import pytest
 
+from oneply.engine.model.values import score_to_win
 from oneply.engine.stockfish import SMALL, StockfishError, StockfishStartError, open_stockfish
-from oneply.engine.values import score_to_win
-from oneply.training.stockfish_scorer import StockfishScorer, parse_line
+from oneply.training.data.stockfish_scorer import StockfishScorer, parse_line
 from tests.helpers.stockfish_reference import reference_values
 
 

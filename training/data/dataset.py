@@ -4,7 +4,7 @@ A *shard* is a directory of plain ``.npy`` arrays, so it can be memory-mapped wi
 ``np.load(path, mmap_mode="r")`` and inspected with nothing but numpy::
 
     chunk-000042/
-        states.npy    uint8   [P, 77]   state tokens (engine/facts/tokenizer.py), one row per position
+        states.npy    uint8   [P, 77]   state tokens (engine/facts/tokenizer.py), a row per position
         offsets.npy   int64   [P + 1]   position i owns moves/wins[offsets[i]:offsets[i + 1]]
         moves.npy     int16   [M]       legal move ids (engine/facts/moves.py vocabulary, < 1968)
         wins.npy      float32 [M]       win probability of each move for the side that plays it

@@ -5,8 +5,8 @@ somewhere — score-driven self-play (``generate``), the games of a PGN file (``
 perhaps an EPD list or a Lichess database export — and hands them to the shared parts:
 
 * the one scorer: every position's legal moves valued by Stockfish through the worker pool of
-  training/data/score_workers.py (training/data/stockfish_scorer.py's UCI pipe, a fresh Stockfish game
-  per position, so values depend on the position and the limit alone);
+  training/data/score_workers.py (training/data/stockfish_scorer.py's UCI pipe, a fresh Stockfish
+  game per position, so values depend on the position and the limit alone);
 * the one shard writer, training/data/shard_writer.py's ``Writer``: compact shards of whole games,
   resumable at the first game no shard holds, deduplicated against the directory and the
   exclusion CSVs (the dev puzzles by default);

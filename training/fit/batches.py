@@ -63,7 +63,8 @@ def collate(
     examples: list[tuple[np.ndarray, np.ndarray, np.ndarray]], facts: Wanted = False
 ) -> Batch:
     """Pad rows of (state, move ids, wins) into a Batch; with `facts`, also the facts of
-    engine/facts/features.py for each row's position (True all, or the ``features`` a model reads)."""
+    engine/facts/features.py for each row's position (True all, or the ``features`` a model
+    reads)."""
     width = max(len(moves) for _, moves, _ in examples)
     moves = np.full((len(examples), width), -1, dtype=np.int64)
     wins = np.zeros((len(examples), width), dtype=np.float32)

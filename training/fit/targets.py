@@ -1,8 +1,8 @@
 """What the model is trained to predict and how it is scored: HL-Gauss / one-hot targets over
 the value bins, the masked cross-entropy, and action accuracy.
 
-The three predictors (``--predictor``, engine/model/architecture.PREDICTORS) train on the same shards,
-whose rows hold every legal move's win probability:
+The three predictors (``--predictor``, engine/model/architecture.PREDICTORS) train on the same
+shards, whose rows hold every legal move's win probability:
 
 - ``av``: each move's value, HL-Gauss (or one-hot) over the K bins; loss per action value.
 - ``sv``: the position's value for the side to move = its best move's value, HL-Gauss (or
@@ -64,7 +64,7 @@ def make_targets(wins: torch.Tensor, config: TrainConfig) -> torch.Tensor:
 
 
 def expected_wins(log_probs: torch.Tensor) -> torch.Tensor:
-    """Σ p_i · centre_i over the bins (the torch twin of engine.values.expected_win)."""
+    """Σ p_i · centre_i over the bins (the torch twin of engine.model.values.expected_win)."""
     centres = bin_centres(log_probs.shape[-1])
     return log_probs.exp() @ torch.as_tensor(
         centres, dtype=log_probs.dtype, device=log_probs.device

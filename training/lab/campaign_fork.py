@@ -9,8 +9,8 @@ makes the labels the change: a second generate (same seed, depth D) writes `<dat
 the fork reads that instead of `<data>` — at depth 2 the labelling outruns the trainer (about
 3 ms of CPU a position against 8), so deeper labels may cost little wall-clock. `start
 --fork-generate "GENERATE ARGS"` does the same with any of generate's settings (e.g. `--learner
-MODEL.onnx`: the model plays one side of half the games, training/data/learner.py). `campaign save` then
-prints the two runs' validation losses step by step and exports the fork next to its run, so
+MODEL.onnx`: the model plays one side of half the games, training/data/learner.py). `campaign save`
+then prints the two runs' validation losses step by step and exports the fork next to its run, so
 `oneply eval` can judge both on the same held-out positions; `save --adopt-fork` makes the
 fork the campaign's latest weights and ledger row instead.
 """
@@ -42,7 +42,7 @@ def fork_arguments(text: str, own_data: bool = False) -> list[str]:
     """The extra `train fit` arguments of `--fork`, checked against fit's own parser so a typo
     fails at start, not an hour later in a background log. None are needed where the fork
     reads its own labels (`own_data`: `--fork-depth`)."""
-    from oneply.training.fit.fit import fit
+    from oneply.training.fit import fit
 
     extra = shlex.split(text)
     if not extra and not own_data:

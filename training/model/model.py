@@ -96,8 +96,8 @@ from oneply.engine.model.mirror import (
     STATE_SOURCE,
 )
 from oneply.engine.model.values import NUM_BINS
+from oneply.training.model import attention
 from oneply.training.model.attention import Geometry
-from oneply.training.model.model import attention
 
 LAYOUTS = ("shared", "per_move")
 PREFIX = STATE_LENGTH + 1  # BOS + state tokens
@@ -314,7 +314,8 @@ class ActionValueModel(nn.Module):
                 nn.init.normal_(p, std=0.02 / math.sqrt(2 * config.layers))
         self._fact_tables(config)
         attention.add_parts(self, list(self.blocks), config.heads, d, structure(config.to_dict()))
-        linear = linear_names(config.to_dict())  # the one declaration (engine/model/architecture.py)
+        # the one declaration (engine/model/architecture.py)
+        linear = linear_names(config.to_dict())
         check_weights(
             config.to_dict(),
             {n: tuple(t.shape)[:: -1 if n in linear else 1] for n, t in self.state_dict().items()},

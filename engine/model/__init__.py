@@ -1,0 +1,1 @@
+"""The model-file contract: value bins, architecture, inference graph, metadata, mirroring."""

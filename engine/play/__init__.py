@@ -1,0 +1,1 @@
+"""Playing: inference, the policy over it (search, book, fallback), the clock, analyse, bench."""

@@ -1,0 +1,1 @@
+"""Training data: positions, Stockfish scoring workers, shards and the dataset reading them."""

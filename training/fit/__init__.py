@@ -1,0 +1,1 @@
+"""Fitting: config, batches, data feed, the loop, checkpoints, validation, evaluation, soups."""

@@ -1,0 +1,1 @@
+"""The research workflow (campaigns, ablations, curves, budgets); the library never imports it."""
