@@ -40,7 +40,11 @@ def legal_positions(draw: st.DrawFn) -> chess.Board:
     return board
 
 
-@settings(max_examples=int(os.environ.get("ONEPLY_FUZZ_EXAMPLES", "400")), deadline=None, suppress_health_check=[HealthCheck.filter_too_much])
+@settings(
+    max_examples=int(os.environ.get("ONEPLY_FUZZ_EXAMPLES", "400")),
+    deadline=None,
+    suppress_health_check=[HealthCheck.filter_too_much],
+)
 @given(legal_positions())
 def test_fuzzed_legal_positions_are_bit_identical(board):
     assert_same([board, board.mirror()])
