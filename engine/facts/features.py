@@ -158,8 +158,6 @@ def _declared(groups: Sequence[str]) -> tuple[str, ...]:
 #: pins, what a move takes and where it lands); the sample-efficiency table's base rows
 #: (training/lab/ablation_variants.py) add one group at a time to these
 BASE_GROUPS: tuple[str, ...] = ("attacks", "pins", "move_facts")
-#: the name training/lab/ablation_variants.py imports BASE_GROUPS by
-V5_GROUPS = BASE_GROUPS
 #: the groups every preset reads; a group joins them when a paired run says it helps
 #: (docs/studies/README.md lists the studies that adopted each)
 ADOPTED_GROUPS: tuple[str, ...] = (

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from oneply.engine.errors import CommandError
-from oneply.engine.facts.features import ADOPTED_GROUPS, GROUPS, V5_GROUPS
+from oneply.engine.facts.features import ADOPTED_GROUPS, BASE_GROUPS, GROUPS
 
 #: the architecture every variant starts from (--preset)
 BASE_PRESET = "small"
@@ -19,7 +19,7 @@ BASE_PRESET = "small"
 BASE_MODEL: dict[str, Any] = {"mirror": False, "features": ()}
 #: sixteen facts: every group up to `mobility` (what the `mobility` row compares against)
 _MOBILITY_GROUPS = (
-    *V5_GROUPS,
+    *BASE_GROUPS,
     *("exchange", "threats", "checks", "forks", "replies", "mate_threats", "mobility"),
 )
 
@@ -81,48 +81,48 @@ VARIANTS: tuple[Variant, ...] = (
         "mirror + capture, check, destination attackers/defenders",
         _facts("move_facts"),
     ),
-    Variant("facts", "mirror + attacks, pins, move facts (v5 architecture)", _facts(*V5_GROUPS)),
+    Variant("facts", "mirror + attacks, pins, move facts (v5 architecture)", _facts(*BASE_GROUPS)),
     Variant(
         "facts-exchange",
         "facts + static exchange of each move, pieces en prise",
-        _facts(*V5_GROUPS, "exchange"),
+        _facts(*BASE_GROUPS, "exchange"),
     ),
     Variant(
         "rank",
         "facts + listwise ranking loss (weight 1, T 0.05)",
-        _facts(*V5_GROUPS),
+        _facts(*BASE_GROUPS),
         {"rank_weight": 1.0},
     ),
     Variant(
         "exchange-rank",
         "facts + static exchange + ranking loss (what presets and the campaign now train)",
-        _facts(*V5_GROUPS, "exchange"),
+        _facts(*BASE_GROUPS, "exchange"),
         {"rank_weight": 1.0},
     ),
     Variant(
         "exchange-threats",
         "facts + static exchange + what each move leaves en prise elsewhere",
-        _facts(*V5_GROUPS, "exchange", "threats"),
+        _facts(*BASE_GROUPS, "exchange", "threats"),
     ),
     Variant(
         "threats-checks",
         "exchange-threats + where the opponent could check or mate next",
-        _facts(*V5_GROUPS, "exchange", "threats", "checks"),
+        _facts(*BASE_GROUPS, "exchange", "threats", "checks"),
     ),
     Variant(
         "checks-forks",
         "threats-checks + what each move threatens to win next (double, discovered attacks)",
-        _facts(*V5_GROUPS, "exchange", "threats", "checks", "forks"),
+        _facts(*BASE_GROUPS, "exchange", "threats", "checks", "forks"),
     ),
     Variant(
         "forks-replies",
         "checks-forks + whether each move lets the opponent check or mate at once",
-        _facts(*V5_GROUPS, "exchange", "threats", "checks", "forks", "replies"),
+        _facts(*BASE_GROUPS, "exchange", "threats", "checks", "forks", "replies"),
     ),
     Variant(
         "replies-mate-threats",
         "forks-replies + whether each move threatens mate (were the opponent to pass)",
-        _facts(*V5_GROUPS, "exchange", "threats", "checks", "forks", "replies", "mate_threats"),
+        _facts(*BASE_GROUPS, "exchange", "threats", "checks", "forks", "replies", "mate_threats"),
     ),
     Variant(
         "mate-threats-mobility",
@@ -137,7 +137,7 @@ VARIANTS: tuple[Variant, ...] = (
     Variant(
         "gap",
         "facts + weight 1 + 4 x (best - second) per position",
-        _facts(*V5_GROUPS),
+        _facts(*BASE_GROUPS),
         {"gap_weight": 4.0},
     ),
     # the size sweep (issue 18): the v5 architecture at the other presets' sizes; compare
@@ -145,28 +145,28 @@ VARIANTS: tuple[Variant, ...] = (
     Variant(
         "size-tiny",
         "facts at the tiny preset's size (2 layers x 32, 0.1M)",
-        {**_facts(*V5_GROUPS), "layers": 2, "heads": 2, "width": 32},
+        {**_facts(*BASE_GROUPS), "layers": 2, "heads": 2, "width": 32},
     ),
     Variant(
         "size-medium",
         "facts at the medium preset's size (6 layers x 192, 4.1M)",
-        {**_facts(*V5_GROUPS), "layers": 6, "heads": 6, "width": 192},
+        {**_facts(*BASE_GROUPS), "layers": 6, "heads": 6, "width": 192},
     ),
     # label depth (issue 18): deeper labels cost more Stockfish time per position; compare
     # with --cpu-hours on data generated at each depth
-    Variant("depth-4", "facts, labels at Stockfish depth 4", _facts(*V5_GROUPS), depth=4),
-    Variant("depth-6", "facts, labels at Stockfish depth 6", _facts(*V5_GROUPS), depth=6),
+    Variant("depth-4", "facts, labels at Stockfish depth 4", _facts(*BASE_GROUPS), depth=4),
+    Variant("depth-6", "facts, labels at Stockfish depth 6", _facts(*BASE_GROUPS), depth=6),
     # issue 22: the paper's other two predictors on the v5 inputs (compare with --cpu-hours)
     Variant(
         "sv",
         "facts, state value: HL-Gauss on the position's value (its best move's)",
-        {**_facts(*V5_GROUPS), "predictor": "sv"},
+        {**_facts(*BASE_GROUPS), "predictor": "sv"},
         {"predictor": "sv"},
     ),
     Variant(
         "bc",
         "facts, behavioural cloning: cross-entropy on the best move",
-        {**_facts(*V5_GROUPS), "predictor": "bc"},
+        {**_facts(*BASE_GROUPS), "predictor": "bc"},
         {"predictor": "bc"},
     ),
     # round 3 (issue 81): geometry in attention, depth against width, the FFN widening and size,

@@ -171,7 +171,7 @@ class ModelConfig:
 
 
 #: every preset has move features, the side-to-move view and the facts of engine/facts/features.py:
-#: they won the sample-efficiency tables (docs/STUDIES.md); the ablation sets them
+#: they won the sample-efficiency tables (docs/studies/README.md); the ablation sets them
 #: off per row
 _ADOPTED: dict[str, Any] = {"move_features": True, "mirror": True, "features": ADOPTED_FACTS}
 PRESETS: dict[str, ModelConfig] = {
