@@ -79,10 +79,15 @@ def providers_available() -> list[str]:
 
 
 def session_options(threads: int | None) -> ort.SessionOptions:
+    """One model call at a time, on `threads` cores (default all). The pool's threads sleep
+    between calls instead of spinning: a scoring call takes milliseconds, and threads that
+    spin through the gaps take the core from everything else — the bot's games, a GUI's
+    other engine, the search's Python — which on two busy cores doubled a position's time."""
     options = ort.SessionOptions()
     options.intra_op_num_threads = threads or os.cpu_count() or 1
     options.inter_op_num_threads = 1
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     return options
 
 
