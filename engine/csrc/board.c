@@ -132,23 +132,6 @@ int is_en_passant(const Board *b, Move m) {
            (diff == 7 || diff == 9 || diff == -7 || diff == -9) && !(b->occupied & BB(m.to));
 }
 
-/* python-chess pin_mask(color, sq) != BB_ALL */
-int is_pinned(const Board *b, int color, int sq) {
-    int king = king_square(b, color);
-    if (king == NO_SQUARE) return 0;
-    bb_t mask = BB(sq), straight = b->pieces[ROOK] | b->pieces[QUEEN];
-    bb_t lines[3] = {file_attacks(king, 0), rank_attacks(king, 0), diagonal_attacks(king, 0)};
-    bb_t sliders[3] = {straight, straight, b->pieces[BISHOP] | b->pieces[QUEEN]};
-    for (int i = 0; i < 3; i++) {
-        if (!(lines[i] & mask)) continue;
-        bb_t snipers = lines[i] & sliders[i] & b->color[!color];
-        for (; snipers; snipers &= ~BB(msb(snipers)))
-            if ((between(msb(snipers), king) & (b->occupied | mask)) == mask) return 1;
-        return 0;
-    }
-    return 0;
-}
-
 /* python-chess pin_mask(color, sq) */
 static bb_t pin_mask(const Board *b, int color, int sq) {
     int king = king_square(b, color);
@@ -168,6 +151,8 @@ static bb_t pin_mask(const Board *b, int color, int sq) {
     }
     return BB_ALL;
 }
+
+int is_pinned(const Board *b, int color, int sq) { return pin_mask(b, color, sq) != BB_ALL; }
 
 bb_t clean_castling_rights(const Board *b) {
     bb_t castling = b->castling & b->pieces[ROOK];

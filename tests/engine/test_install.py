@@ -75,6 +75,14 @@ def _clean_env() -> dict[str, str]:
     return env
 
 
+def _run_installed(command: Path, *args: str, cwd: Path, **env: str) -> subprocess.CompletedProcess:
+    """An installed program run from `cwd` in the clean environment (plus `env`)."""
+    return subprocess.run(
+        [command, *args], cwd=cwd, env={**_clean_env(), **env}, capture_output=True, text=True,
+        timeout=120,
+    )  # fmt: skip
+
+
 def _site_packages(bin_dir: Path) -> Path:
     out = subprocess.run(
         [bin_dir / "python", "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
@@ -88,14 +96,7 @@ def _site_packages(bin_dir: Path) -> Path:
 @pytest.mark.slow
 def test_installed_oneply_analyses_with_its_bundled_model_from_any_directory(installed, tmp_path):
     env = _clean_env()
-    result = subprocess.run(
-        [installed / "oneply", "analyse", "--json"],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    result = _run_installed(installed / "oneply", "analyse", "--json", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)
     site = _site_packages(installed)
@@ -126,26 +127,11 @@ def test_install_puts_only_oneply_into_site_packages_with_its_data(installed):
 @pytest.mark.slow
 def test_installed_oneply_writes_its_default_config_and_names_the_train_extra(installed, tmp_path):
     """A wheel user has no repo config.yml and no torch: both must be one command away."""
-    env = _clean_env()
-    init = subprocess.run(
-        [installed / "oneply", "bot", "--init-config"],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    init = _run_installed(installed / "oneply", "bot", "--init-config", cwd=tmp_path)
     assert init.returncode == 0, init.stderr
     assert (tmp_path / "config.yml").read_text() == (REPO / "config.yml").read_text()
     for args in (["train", "fit", "--help"], ["export", "--untrained", "small", "-o", "m.onnx"]):
-        proc = subprocess.run(
-            [installed / "oneply", *args],
-            cwd=tmp_path,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
+        proc = _run_installed(installed / "oneply", *args, cwd=tmp_path)
         assert proc.returncode == 2, proc.stderr
         assert proc.stderr.strip().splitlines() == [
             f"oneply {args[0]}: this needs torch, which is not installed: "
@@ -157,10 +143,9 @@ def test_installed_oneply_writes_its_default_config_and_names_the_train_extra(in
 def test_the_install_built_the_compiled_core_and_the_engine_uses_it(installed, tmp_path):
     """`pip install .` compiles engine/csrc (the machine has a C compiler, as CI's does): the
     health check says `native: yes`, and nothing says the Python path runs."""
-    health = subprocess.run(
-        [installed / "oneply", "health", "--heartbeat", str(tmp_path / "none")],
-        cwd=tmp_path, env=_clean_env(), capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+    health = _run_installed(
+        installed / "oneply", "health", "--heartbeat", str(tmp_path / "none"), cwd=tmp_path
+    )
     assert health.returncode == 0, health.stderr
     assert "native: yes" in health.stdout.splitlines()[1]
     assert "native facts unavailable" not in health.stderr
@@ -184,11 +169,7 @@ def test_without_a_compiler_the_install_succeeds_on_the_python_path(tmp_path):
     probe = "from oneply.engine.facts import native, encoding; import chess;"
     probe += "encoding.encode_batch([chess.Board()], True); print(native.describe())"
     here = sysconfig.get_paths()["purelib"]  # chess and numpy, from the interpreter running this
-    ran = subprocess.run(
-        [venv / "bin" / "python", "-c", probe],
-        cwd=tmp_path, env={**_clean_env(), "PYTHONPATH": here}, capture_output=True, text=True,
-        timeout=120,
-    )  # fmt: skip
+    ran = _run_installed(venv / "bin" / "python", "-c", probe, cwd=tmp_path, PYTHONPATH=here)
     assert ran.returncode == 0, ran.stderr
     assert ran.stdout.startswith("native: no (")
     assert ran.stderr.count("oneply: native facts unavailable (") == 1
