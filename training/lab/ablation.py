@@ -29,7 +29,7 @@ import dataclasses
 import json
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from oneply.arena.puzzles import DEV_PUZZLES
 from oneply.engine.errors import CommandError
@@ -51,6 +51,9 @@ from oneply.training.lab.budget import (
     shard_metas,
     train_seconds_per_position,
 )
+
+if TYPE_CHECKING:
+    from oneply.training.fit.config import TrainConfig
 
 # --------------------------------------------------------------------------- one variant
 
@@ -93,7 +96,9 @@ def row_data(variant: Variant, directories: list[str]) -> list[str]:
     return by_kind["all"]
 
 
-def train_config(variant: Variant, args: argparse.Namespace, out: Path, positions: int):
+def train_config(
+    variant: Variant, args: argparse.Namespace, out: Path, positions: int
+) -> TrainConfig:
     """The variant's `fit` settings: the base run's, its overrides, and the steps that make
     `positions` at its batch size."""
     from oneply.training.fit.config import TrainConfig
@@ -115,7 +120,7 @@ def train_config(variant: Variant, args: argparse.Namespace, out: Path, position
     )
 
 
-def opponent_scores(model: Path, greedy: int, skill: int, seed: int) -> dict[str, dict]:
+def opponent_scores(model: Path, greedy: int, skill: int, seed: int) -> dict[str, dict[str, Any]]:
     """W/D/L against the built-in greedy opponent and Stockfish skill 0, through the strength
     suite's match code (opponents with 0 games are left out)."""
     from oneply.arena import strength
@@ -245,14 +250,15 @@ def shared_val_loss(row: dict[str, Any]) -> float | None:
     fall back to the fit's.
     """
     shared = row.get("log_loss")
-    return row["val_loss"] if shared is None else shared
+    loss = row["val_loss"] if shared is None else shared
+    return None if loss is None else float(loss)
 
 
 def _cell(value: float | None, pattern: str) -> str:
     return "–" if value is None else format(value, pattern)
 
 
-def _games_cell(g: dict | None) -> str:
+def _games_cell(g: dict[str, Any] | None) -> str:
     return f"{g['score']:.0%} ({g['wins']}/{g['draws']}/{g['losses']})" if g else "–"
 
 

@@ -41,7 +41,8 @@ class Smolgen(nn.Module):
         """Normalised board tokens [B, 64, D] → [B, H, 64, 64]."""
         b = board.shape[0]
         hidden = self.ln(F.silu(self.dense(self.compress(board).reshape(b, -1))))
-        return basis(self.gen(hidden).view(b, self.heads, SMOLGEN_GEN)).view(b, self.heads, 64, 64)
+        bias: torch.Tensor = basis(self.gen(hidden).view(b, self.heads, SMOLGEN_GEN))
+        return bias.view(b, self.heads, 64, 64)
 
 
 @dataclass
@@ -55,7 +56,7 @@ class Geometry:
 
 
 def add_parts(
-    model: nn.Module, blocks: list[nn.Module], heads: int, width: int, flags: dict
+    model: nn.Module, blocks: list[nn.Module], heads: int, width: int, flags: dict[str, bool]
 ) -> None:
     """Give `model` and its `blocks` the weights of the flags that are on (``flags``: the
     architecture's structure)."""

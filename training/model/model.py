@@ -157,7 +157,7 @@ class ModelConfig:
     def head_dim(self) -> int:
         return self.width // self.heads
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """The fields; ``predictor`` only when it is not ``av`` and the attention flags only
         when on, so a model without them has the config (checkpoints, file metadata) it had
         before they existed."""
@@ -192,7 +192,8 @@ class SwiGLU(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         gate, up = self.w13(x).chunk(2, dim=-1)
-        return self.w2(F.silu(gate) * up)
+        out: torch.Tensor = self.w2(F.silu(gate) * up)
+        return out
 
 
 class Block(nn.Module):
@@ -211,11 +212,13 @@ class Block(nn.Module):
         """[B, T, D] → q, k, v as [B, H, T, Dh]."""
         b, t, _ = x.shape
         qkv = self.qkv(x).view(b, t, 3, self.config.heads, self.config.head_dim)
-        return qkv.permute(2, 0, 3, 1, 4).unbind(0)
+        q, k, v = qkv.permute(2, 0, 3, 1, 4).unbind(0)
+        return q, k, v
 
     def _merge(self, x: torch.Tensor) -> torch.Tensor:
         b, _, t, _ = x.shape
-        return self.proj(x.transpose(1, 2).reshape(b, t, self.config.width))
+        merged: torch.Tensor = self.proj(x.transpose(1, 2).reshape(b, t, self.config.width))
+        return merged
 
     def forward_full(self, x: torch.Tensor, shared: Geometry | None = None) -> torch.Tensor:
         """Full attention over every token (per_move layout, sv and bc)."""
@@ -223,7 +226,8 @@ class Block(nn.Module):
         q, k, v = self._heads(normed)
         bias = attention.full_bias(self, normed, shared) if shared else None
         x = x + self._merge(F.scaled_dot_product_attention(q, k, v, attn_mask=bias))
-        return x + self.mlp(self.ln2(x))
+        out: torch.Tensor = x + self.mlp(self.ln2(x))
+        return out
 
     def forward_shared(
         self, xs: torch.Tensor, xm: torch.Tensor, shared: Geometry | None = None
@@ -397,7 +401,7 @@ class ActionValueModel(nn.Module):
     ) -> torch.Tensor:
         """[B, N] move ids (negative = padding) → [B, N, D] embedded moves at position 78."""
         ids = moves.clamp(min=0)
-        x = self.move_embed(ids) + self.pos_embed[PREFIX]
+        x: torch.Tensor = self.move_embed(ids) + self.pos_embed[PREFIX]
         if self.config.move_fact_channels:
             if move_facts is None:
                 raise ValueError("this model reads move facts: pass move_facts [B, N, M]")
@@ -412,11 +416,10 @@ class ActionValueModel(nn.Module):
             return x
         on_start = state.gather(1, self.square_token[start])  # [B, N] token on the from-square
         on_end = state.gather(1, self.square_token[end])
-        return (
-            x
-            + self.from_piece(self.state_embed(on_start))
-            + self.to_piece(self.state_embed(on_end))
+        pieces: torch.Tensor = self.from_piece(self.state_embed(on_start)) + self.to_piece(
+            self.state_embed(on_end)
         )
+        return x + pieces
 
     def typed_blocks(self) -> list[Block]:
         """The blocks, typed (iterating a ModuleList yields plain Modules)."""
@@ -429,7 +432,7 @@ class ActionValueModel(nn.Module):
         layout: str = "shared",
         square_facts: torch.Tensor | None = None,
         move_facts: torch.Tensor | None = None,
-    ):
+    ) -> torch.Tensor:
         """Log-probabilities [B, N, K] for every (position, move) pair.
 
         Padded move slots (id < 0) produce values that callers must ignore. A model with
