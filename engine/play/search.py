@@ -163,8 +163,10 @@ class TreeSearch:
         batch: int = 8,
         tablebase: Any = None,
         tablebase_pieces: int = 7,
+        fpu_reduction: float = 0.0,
     ) -> None:
         self.scorer, self.c_puct, self.temperature, self.batch = scorer, c_puct, temperature, batch
+        self.fpu_reduction = fpu_reduction  # unvisited moves: their action value less this
         #: Syzygy tables (engine/play/books.open_tablebase) and the most pieces they are asked about
         self.tablebase, self.tablebase_pieces = tablebase, tablebase_pieces
         self.tbhits = 0  # positions of the current search the tables settled
@@ -245,7 +247,8 @@ class TreeSearch:
     def _select(self, node: Node) -> int:
         total = node.visits.sum()
         bonus = self.c_puct * node.priors * math.sqrt(total + 1) / (1 + node.visits)
-        return int(np.argmax(node.q() + bonus))
+        q = node.q() - self.fpu_reduction * (node.visits == 0)
+        return int(np.argmax(q + bonus))
 
     def _walk(self, root: Node) -> list[tuple[Node, int]]:
         """Down the tree by PUCT to an unexpanded child; virtual loss on the way."""

@@ -25,14 +25,15 @@ from oneply.engine.model.model_file import (
     ModelFileError,
     add_model_argument,
 )
-from oneply.engine.model.values import wdl_permille, win_to_cp
 from oneply.engine.play.books import open_tablebase
 from oneply.engine.play.clock import MIN_SEARCH_NODES, search_time
 from oneply.engine.play.fallback import Fallback
 from oneply.engine.play.inference import MoveScore, Scorer
-from oneply.engine.play.policy import Decision, MovePolicy
+from oneply.engine.play.policy import MovePolicy
 from oneply.engine.play.policy_config import BY_UCI, PolicyOptionError, UciValue
-from oneply.engine.play.search import Info, Limits, TreeSearch
+from oneply.engine.play.search import Limits, TreeSearch
+from oneply.engine.play.search_options import BY_NAME as SEARCH_BY_NAME
+from oneply.engine.play.search_options import SEARCH_OPTIONS, search_settings
 from oneply.engine.stockfish import find_stockfish
 from oneply.engine.uci.parsing import (
     MAX_QUOTE,
@@ -42,6 +43,7 @@ from oneply.engine.uci.parsing import (
     clip,
     legal_searchmoves,
 )
+from oneply.engine.uci.reports import move_lines, search_line
 
 ENGINE_NAME = f"oneply {__version__}"
 DEFAULT_THREADS = min(os.cpu_count() or 1, 8)
@@ -98,6 +100,8 @@ class UciEngine:
                 Option("Ponder", "check", False),
                 Option("Search", "check", False),
                 Option("SearchNodes", "spin", 0, 0, 10_000_000),
+                Option("SearchBatch", "spin", 8, 1, 64),
+                *(Option(o.name, "string", str(o.default)) for o in SEARCH_OPTIONS),
                 Option("SyzygyPath", "string", ""),
                 Option("SyzygyProbeLimit", "spin", 7, 0, 7),
                 *(Option(*spec) for spec in MovePolicy.UCI_OPTIONS),
@@ -207,6 +211,14 @@ class UciEngine:
             if option.name == "StockfishPath":
                 self.fallback.close()
                 self.fallback = Fallback(find_stockfish(self.policy.config.stockfish_path))
+        elif option.name.lower() in SEARCH_BY_NAME or option.name == "SearchBatch":
+            try:  # the look-ahead's tuning: checked now, the tree rebuilt with it
+                value = option.parse(raw)
+                if option.name != "SearchBatch":
+                    SEARCH_BY_NAME[option.name.lower()].parse(raw)
+            except ValueError as error:
+                raise UciError(f"{error}; unchanged") from None
+            option.value, self.tree = value, None
         elif option.name.startswith("Syzygy"):
             option.value = option.parse(raw)
             self._open_tables()
@@ -385,7 +397,8 @@ class UciEngine:
         elapsed = int((time.monotonic() - start) * 1000)
         adjusted = list(decision.scores) or scores  # e.g. repetitions shown at 0.5
         if not searched:  # a search has reported its own lines
-            for line in self._info_lines(board, decision, adjusted, elapsed):
+            multipv, wdl = int(self.option("MultiPV")), bool(self.option("UCI_ShowWDL"))
+            for line in move_lines(board, decision.move, adjusted, elapsed, multipv, wdl):
                 self.send(line)
         self.send(f"info string rule {decision.rule}")
         best: str = decision.move.uci()
@@ -411,7 +424,14 @@ class UciEngine:
         scorer = self.load_scorer()
         if self.tree is None or self.tree.scorer is not scorer:
             limit = int(self.option("SyzygyProbeLimit"))
-            self.tree = TreeSearch(scorer, tablebase=self.tablebase, tablebase_pieces=limit)
+            texts = {name: str(self.option(name)) for name in SEARCH_BY_NAME}
+            self.tree = TreeSearch(
+                scorer,
+                batch=int(self.option("SearchBatch")),
+                tablebase=self.tablebase,
+                tablebase_pieces=limit,
+                **search_settings(texts),
+            )
         budget_ms = limits.budget_ms(board.turn, int(self.option("Move Overhead")))
         clock = search_time(
             None if budget_ms is None else budget_ms - 1000 * (time.monotonic() - start),
@@ -441,40 +461,6 @@ class UciEngine:
         for warning in warnings:
             self.send(f"info string warning: {warning}")
         return allowed
-
-    def _info_lines(
-        self, board: chess.Board, decision: Decision, scores: list[MoveScore], elapsed: int
-    ) -> list[str]:
-        """`info` lines, multipv 1 being the chosen move, then the rest by model score."""
-        ranked = [s for s in scores if s.move == decision.move]
-        ranked += [s for s in scores if s.move != decision.move]
-        nodes = len(scores)
-        nps = int(nodes * 1000 / max(elapsed, 1))
-        lines = []
-        for rank, entry in enumerate(ranked[: int(self.option("MultiPV"))], start=1):
-            line = f"info depth 1 seldepth 1 multipv {rank} score {self._score(board, entry)}"
-            if self.option("UCI_ShowWDL"):
-                line += " wdl {} {} {}".format(*wdl_permille(entry.win))
-            lines.append(line + f" nodes {nodes} nps {nps} time {elapsed} pv {entry.move.uci()}")
-        return lines
-
-    @staticmethod
-    def _score(board: chess.Board, entry: MoveScore) -> str:
-        board.push(entry.move)
-        mate = board.is_checkmate()
-        board.pop()
-        return "mate 1" if mate else f"cp {win_to_cp(entry.win)}"
-
-
-def search_line(info: Info) -> str:
-    """A searching engine's `info` line: depth, seldepth, nodes, nps, time, score, pv."""
-    score = f"mate {info.mate}" if info.mate is not None else f"cp {win_to_cp(info.value)}"
-    line = (
-        f"info depth {info.depth} seldepth {info.seldepth} multipv 1 score {score} "
-        f"nodes {info.nodes} nps {info.nps} time {int(info.seconds * 1000)}"
-    )
-    line += f" tbhits {info.tbhits}" if info.tbhits else ""
-    return line + (" pv " + " ".join(m.uci() for m in info.pv) if info.pv else "")
 
 
 def serve(stdin: TextIO, stdout: TextIO, model: str | None = None) -> None:
