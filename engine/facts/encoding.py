@@ -63,12 +63,6 @@ def encode_states(boards: Sequence[chess.Board], facts: Wanted = False) -> Encod
     return EncodedBatch(encoded.states, ids, [[] for _ in boards], encoded.square_facts)
 
 
-def legal_move_ids(boards: Sequence[chess.Board]) -> tuple[list[list[chess.Move]], np.ndarray]:
-    """Each board's legal moves, and their ids as int64 [B, N] (PAD_MOVE-padded, N ≥ 1)."""
-    encoded = encode_batch(boards)
-    return encoded.moves, encoded.ids
-
-
 def python_batch(
     boards: Sequence[chess.Board], facts: Wanted = False, move_facts: bool = True
 ) -> EncodedBatch:
