@@ -1,6 +1,7 @@
 """Engine processes for the match runner: start, talk UCI, kill the whole group; the adjudicator.
 
 Every engine runs in its own process group so that a crash or Ctrl-C never leaves one running.
+The adjudicator's Stockfish is started through engine/stockfish.py, like every Stockfish.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import os
 import shlex
 import signal
 import sys
+from typing import Any
 
 import chess
 import chess.engine
@@ -18,7 +20,15 @@ import chess.pgn
 import chess.polyglot
 
 from oneply.arena.settings import MATE_CP, EngineSpec
-from oneply.engine.stockfish import LOOKUP_TEXT, find_stockfish
+from oneply.engine.stockfish import (
+    LOOKUP_TEXT,
+    StockfishStartError,
+    find_stockfish,
+    popen_stockfish_async,
+)
+
+#: how every engine process is started: its own process group, its stderr dropped
+GROUP: dict[str, Any] = {"setpgrp": True, "stderr": asyncio.subprocess.DEVNULL}
 
 
 class EngineStartError(Exception):
@@ -49,12 +59,7 @@ class EngineProcess:
 
     async def start(self, timeout: float) -> None:
         """Spawn, handshake (uci/uciok) and apply options; EngineStartError on any failure."""
-        try:
-            self.transport, self.protocol = await chess.engine.UciProtocol.popen(
-                list(self.spec.command), setpgrp=True, stderr=asyncio.subprocess.DEVNULL
-            )
-        except OSError as exc:
-            raise EngineStartError(f"cannot run {shlex.join(self.spec.command)}: {exc}") from exc
+        self.transport, self.protocol = await self.spawn()
         self.pid = self.transport.get_pid()
         self.pids.append(self.pid)
         try:
@@ -67,6 +72,13 @@ class EngineProcess:
         except (chess.engine.EngineError, OSError) as exc:
             self.kill()
             raise EngineStartError(f"{self.spec.label()}: {type(exc).__name__}: {exc}") from exc
+
+    async def spawn(self) -> tuple[asyncio.SubprocessTransport, chess.engine.UciProtocol]:
+        """The engine's process, started from its command line."""
+        try:
+            return await chess.engine.UciProtocol.popen(list(self.spec.command), **GROUP)
+        except OSError as exc:
+            raise EngineStartError(f"cannot run {shlex.join(self.spec.command)}: {exc}") from exc
 
     def kill(self) -> None:
         """SIGKILL the engine's whole process group (safe to call twice)."""
@@ -93,6 +105,16 @@ class EngineProcess:
             self.transport.close()
 
 
+class StockfishProcess(EngineProcess):
+    """A Stockfish engine process, started through engine/stockfish.py."""
+
+    async def spawn(self) -> tuple[asyncio.SubprocessTransport, chess.engine.UciProtocol]:
+        try:
+            return await popen_stockfish_async(self.spec.command[0], **GROUP)
+        except StockfishStartError as exc:
+            raise EngineStartError(str(exc)) from exc
+
+
 class Adjudicator:
     """A shared Stockfish that confirms eval adjudications (started lazily, one search at once)."""
 
@@ -116,7 +138,7 @@ class Adjudicator:
         async with self.lock:
             try:
                 if self.engine is None or not self.engine.alive:
-                    self.engine = EngineProcess(EngineSpec((self.path or "",)), self.pids)
+                    self.engine = StockfishProcess(EngineSpec((self.path or "",)), self.pids)
                     await self.engine.start(self.timeout)
                 assert self.engine.protocol is not None
                 info = await asyncio.wait_for(

@@ -7,20 +7,24 @@ wins; without one, ``stockfish`` on PATH; without that, the Debian/Ubuntu packag
 They also start, configure and stop it the same way, and a Stockfish that cannot be started
 is always the one :class:`StockfishStartError`, "Stockfish did not start: …".
 
-Two clients, one life cycle: :func:`open_stockfish` gives python-chess's engine client (time
-limits, root moves, MultiPV through :func:`multipv_scores`); :class:`UciPipe` is a bare UCI
-pipe for the data engine's hot path (training/data/stockfish_scorer.py), which reads only the lines
-it needs and is twice as fast as python-chess's client at shallow depths. Both start through
-:func:`require_stockfish`, take UCI options as a mapping, and fail with the same message.
+Three clients, one life cycle: :func:`open_stockfish` gives python-chess's engine client (time
+limits, root moves, MultiPV through :func:`multipv_scores`); :func:`popen_stockfish_async` its
+asyncio protocol, for the match runner's adjudicator (arena/engines.py), which owns the
+handshake and the process group; :class:`UciPipe` is a bare UCI pipe for the data engine's hot
+path (training/data/stockfish_scorer.py), which reads only the lines it needs and is twice as
+fast as python-chess's client at shallow depths. All start through :func:`require_stockfish`
+and fail with the same message.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import shutil
 import subprocess
 from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
 
 import chess
 import chess.engine
@@ -130,6 +134,19 @@ def open_stockfish(
         close_stockfish(engine, kill=True)
         raise StockfishStartError(f"{executable}: {error}") from None
     return engine
+
+
+async def popen_stockfish_async(
+    path: str | None = None, **popen_args: Any
+) -> tuple[asyncio.SubprocessTransport, chess.engine.UciProtocol]:
+    """A started Stockfish for an asyncio client, before the `uci` handshake, which the caller
+    does (``popen_args`` go to python-chess's popen: ``setpgrp``, ``stderr``). A Stockfish
+    that is missing or cannot be run is a :class:`StockfishStartError`."""
+    executable = _executable_or_start_error(path)
+    try:
+        return await chess.engine.UciProtocol.popen(executable, **popen_args)
+    except OSError as error:
+        raise StockfishStartError(f"{executable}: {error}") from None
 
 
 def close_stockfish(engine: chess.engine.SimpleEngine, kill: bool = False) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 from pathlib import Path
 
@@ -30,3 +31,16 @@ def test_path_before_the_debian_location(monkeypatch, tmp_path) -> None:
     debian = Path(lookup.DEBIAN_STOCKFISH)
     expected = str(debian) if os.access(debian, os.X_OK) else None
     assert lookup.find_stockfish() == expected
+
+
+def test_every_client_fails_to_start_with_the_one_message(tmp_path) -> None:
+    """The python-chess client, its asyncio protocol and the bare pipe: one error, one text."""
+    missing = str(tmp_path / "nope")
+    starts = (
+        lambda: lookup.open_stockfish(missing),
+        lambda: asyncio.run(lookup.popen_stockfish_async(missing)),
+        lambda: lookup.UciPipe(missing),
+    )
+    for start in starts:
+        with pytest.raises(lookup.StockfishStartError, match="Stockfish did not start: .*nope"):
+            start()
