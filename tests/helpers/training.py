@@ -75,7 +75,7 @@ def generate_args(*argv: str) -> Namespace:
 def run_generate(out: Path, count: int, *extra: str) -> dict[str, Any]:
     """A fast `train generate` run of ``count`` positions into ``out``; its summary."""
     args = generate_args("--out", str(out), "--count", str(count), *FAST, *extra)
-    return generate.run_generate(args)
+    return generate.run_generate(generate.generate_job(args))
 
 
 def train_in_background(cfg: TrainConfig) -> tuple[threading.Thread, list[BaseException]]:

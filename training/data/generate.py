@@ -37,7 +37,7 @@ import argparse
 import json
 import os
 import sys
-from dataclasses import asdict, fields
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -67,11 +67,52 @@ SHARD_PREFIX = "gen-"
 # --------------------------------------------------------------------------- the run
 
 
-def game_settings(args: argparse.Namespace) -> GameSettings:
+@dataclass(frozen=True)
+class GenerateJob:
+    """One `train generate` run, read once from its command line (each option's help is in
+    :func:`add_arguments`): where, how many, how the games are played and scored."""
+
+    out: Path
+    count: int
+    game: GameSettings
+    workers: int
+    labels: str = "all"
+    shard: tuple[int, int] = (0, 1)
+    learner: str | None = None
+    shard_size: int = 4096
+    stockfish: str = ""
+    book: tuple[str, ...] = ()
+    eco: str | None = None
+    exclude: tuple[str | Path, ...] = ()
+    bench_sample: int = BENCH_SAMPLE
+
+
+def generate_job(args: argparse.Namespace) -> GenerateJob:
+    """The run the parsed command line asks for, its game settings checked."""
     knobs = {f.name: getattr(args, f.name) for f in fields(GameSettings) if hasattr(args, f.name)}
-    if args.nodes:
-        knobs["depth"] = None
-    knobs["learner_share"] = learner_share(args)
+    knobs["learner_share"] = learner_share(args.learner, args.learner_share)
+    return GenerateJob(
+        out=Path(args.out),
+        count=args.count,
+        game=game_settings(knobs, nodes_given=bool(args.nodes)),
+        workers=args.workers,
+        labels=args.labels,
+        shard=args.shard,
+        learner=args.learner,
+        shard_size=args.shard_size,
+        stockfish=args.stockfish,
+        book=tuple(args.book or ()),
+        eco=args.eco,
+        exclude=tuple(args.exclude),
+        bench_sample=args.bench_sample,
+    )
+
+
+def game_settings(knobs: dict[str, Any], nodes_given: bool) -> GameSettings:
+    """The games' settings from the options named like its fields (a node limit replaces the
+    depth), checked."""
+    if nodes_given:
+        knobs = {**knobs, "depth": None}
     settings = GameSettings(**knobs)
     if settings.depth is None and settings.nodes is None:
         raise SourceError("give --depth or --nodes")
@@ -82,11 +123,9 @@ def game_settings(args: argparse.Namespace) -> GameSettings:
     return settings
 
 
-def learner_share(args: argparse.Namespace) -> float:
+def learner_share(learner: str | None, share: float | None) -> float:
     """The share of games the learner plays in: `--learner-share`, by default
     training/data/learner.py's DEFAULT_SHARE with `--learner` and 0 without one."""
-    learner = getattr(args, "learner", None)
-    share = getattr(args, "learner_share", None)
     if share is None:
         return DEFAULT_SHARE if learner else 0.0
     if not learner:
@@ -115,25 +154,28 @@ def checked_learner(path: str) -> dict[str, Any]:
     return {"file": Path(path).name, "sha256": file_digest(path)}
 
 
-def checked_inputs(
-    args: argparse.Namespace, settings: GameSettings
-) -> tuple[dict[str, Any], list[str], list[list[str]]]:
+def checked_inputs(job: GenerateJob) -> tuple[dict[str, Any], list[str], list[list[str]]]:
     """(the settings DIR's manifest records, the books, the ECO lines), every input checked.
 
     They are checked before anything is written: a failed start must not leave a manifest
     whose settings then refuse the corrected command."""
-    books = [str(p) for p in (args.book or [p for p in DEBIAN_BOOKS if p.exists()])]
+    books = [str(p) for p in (job.book or [p for p in DEBIAN_BOOKS if p.exists()])]
     check_books(books)
-    eco = load_eco_lines(Path(args.eco) if args.eco else None)
-    engine = StockfishScorer(args.stockfish)
+    eco = load_eco_lines(Path(job.eco) if job.eco else None)
+    engine = StockfishScorer(job.stockfish)
     version = engine.id.get("name", "unknown")
     engine.quit()
-    recorded = {"game": recorded_game(settings), "stockfish": version, "books": books}
-    recorded["eco"] = args.eco
-    if args.labels != "all":  # absent means all: directories made before the flag still resume
-        recorded["labels"] = args.labels
-    if settings.learner_share:  # absent: no learner (the same rule)
-        recorded["learner"] = checked_learner(args.learner)
+    recorded: dict[str, Any] = {
+        "game": recorded_game(job.game),
+        "stockfish": version,
+        "books": books,
+    }
+    recorded["eco"] = job.eco
+    if job.labels != "all":  # absent means all: directories made before the flag still resume
+        recorded["labels"] = job.labels
+    if job.game.learner_share:  # absent: no learner (the same rule)
+        assert job.learner is not None  # learner_share() refuses a share without a learner
+        recorded["learner"] = checked_learner(job.learner)
     return recorded, books, eco
 
 
@@ -150,14 +192,13 @@ def check_labels(out: Path, recorded: dict[str, Any], manifest: dict[str, Any]) 
         )
 
 
-def run_generate(args: argparse.Namespace) -> dict[str, Any]:
-    out = Path(args.out)
+def run_generate(job: GenerateJob) -> dict[str, Any]:
+    out = job.out
     out.mkdir(parents=True, exist_ok=True)
     for stale in remove_stale_temporaries(out):
         print(f"removed {stale.name}: left by an interrupted run", file=sys.stderr)
-    settings = game_settings(args)
-    k, n = args.shard
-    recorded, books, eco = checked_inputs(args, settings)
+    k, n = job.shard
+    recorded, books, eco = checked_inputs(job)
     manifest_file = out / MANIFEST
     manifest = json.loads(manifest_file.read_text()) if manifest_file.exists() else {}
     check_labels(out, recorded, manifest)
@@ -168,12 +209,12 @@ def run_generate(args: argparse.Namespace) -> dict[str, Any]:
         )
     keys, next_game = existing(out, f"{k}/{n}")
     have = len(keys)
-    known = keys | puzzle_keys(args.exclude)
+    known = keys | puzzle_keys(job.exclude)
     manifest.update(
-        settings=recorded, format="oneply-generate-v1", exclude=[str(p) for p in args.exclude]
+        settings=recorded, format="oneply-generate-v1", exclude=[str(p) for p in job.exclude]
     )
     write_manifest(out, {**manifest, "positions": have})
-    wanted = args.count - have
+    wanted = job.count - have
     result: dict[str, float | int | None] = {
         "positions": have,
         "new": 0,
@@ -182,17 +223,17 @@ def run_generate(args: argparse.Namespace) -> dict[str, Any]:
     }
     if wanted <= 0:
         return result
-    meta = {"settings": recorded}
-    if args.labels != "all":
-        meta["labels"] = args.labels  # what the reader looks at (training/data/compact.py)
-    writer = Writer(out, (k, n), meta, SHARD_PREFIX, workers=args.workers)
+    meta: dict[str, Any] = {"settings": recorded}
+    if job.labels != "all":
+        meta["labels"] = job.labels  # what the reader looks at (training/data/compact.py)
+    writer = Writer(out, (k, n), meta, SHARD_PREFIX, workers=job.workers)
     run = SourceRun(
         writer,
         known,
-        args.workers,
-        initargs=(settings, args.stockfish, books, eco, os.getpid(), args.labels, args.learner),
-        shard_positions=args.shard_size,
-        bench_sample=args.bench_sample,
+        job.workers,
+        initargs=(job.game, job.stockfish, books, eco, os.getpid(), job.labels, job.learner),
+        shard_positions=job.shard_size,
+        bench_sample=job.bench_sample,
         desc="generate",
         wanted=wanted,
     )
@@ -207,7 +248,7 @@ def run_generate(args: argparse.Namespace) -> dict[str, Any]:
         new=new,
         scored=totals.scored,
         games=totals.games,
-        workers=args.workers,
+        workers=job.workers,
         **rate_fields(out, total, new, totals.seconds, totals.bench),
     )
     return result
@@ -291,4 +332,4 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    return run_source("generate", run_generate, args)
+    return run_source("generate", lambda: run_generate(generate_job(args)), args.json)

@@ -121,7 +121,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run_as(name: str, args: argparse.Namespace) -> int:
     """The source as `oneply train NAME` (``pgn``, or ``annotate`` given a .pgn file)."""
-    return run_source(name, collect, args)
+    return run_source(name, lambda: collect(args), args.json)
 
 
 def run(args: argparse.Namespace) -> int:

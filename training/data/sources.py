@@ -21,8 +21,8 @@ game (:func:`~oneply.training.data.source_loop.score_positions`), self-play hand
 
 A new source is a module with ``SHARD_PREFIX``, ``add_arguments(parser)``, ``collect(args) ->
 dict`` (one run: a ``Writer`` and its candidate positions per game through ``score_positions``;
-:func:`rate_fields` for its numbers) and ``run(args)`` returning ``run_source(NAME, collect,
-args)``, plus its line in :data:`SOURCES` and in training/cli.py's steps.
+:func:`rate_fields` for its numbers) and ``run(args)`` returning ``run_source(NAME, lambda:
+collect(args), args.json)``, plus its line in :data:`SOURCES` and in training/cli.py's steps.
 """
 
 from __future__ import annotations
@@ -78,19 +78,17 @@ def rate_fields(
     }
 
 
-def run_source(
-    name: str, collect: Callable[[argparse.Namespace], dict[str, Any]], args: argparse.Namespace
-) -> int:
+def run_source(name: str, collect: Callable[[], dict[str, Any]], as_json: bool) -> int:
     """One source run as a command: its result as one line (or JSON with ``--json``); bad
     input a CommandError; an interrupted run keeps its whole games and exits 130."""
     try:
-        result = collect(args)
+        result = collect()
     except (SourceError, OpeningsError, DatasetError) as error:
         raise CommandError(f"oneply train {name}: error: {error}", exit_code=2) from None
     except KeyboardInterrupt:
         print("\ninterrupted: whole games are kept; rerun to resume", file=sys.stderr)
         return 130
-    if args.json:
+    if as_json:
         print(json.dumps(result))
     else:
         print(", ".join(f"{key} {value}" for key, value in result.items()))
