@@ -69,6 +69,48 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--quiet", action="store_true", help="no training progress bar")
 
 
+@dataclass(frozen=True)
+class PipelineConfig:
+    """One `train all` run, read once from its command line (help: :func:`add_arguments`),
+    the preset's scale filled in where an option was left out."""
+
+    preset: str
+    out: Path
+    positions: int
+    depth: int
+    steps: int
+    batch: int
+    layout: str
+    workers: int
+    seed: int
+    val_percent: float
+    puzzles: Path
+    puzzle_limit: int | None = None
+    eval_limit: int | None = None
+    quiet: bool = False
+
+
+def pipeline_config(args: argparse.Namespace) -> PipelineConfig:
+    """The run the parsed command line asks for; a preset's scale where no option says."""
+    scale = SCALES[args.preset]
+    return PipelineConfig(
+        preset=args.preset,
+        out=args.out or Path("runs") / args.preset,
+        positions=args.positions or scale.positions,
+        depth=args.depth,
+        steps=args.steps or scale.steps,
+        batch=args.batch or scale.batch,
+        layout=args.layout,
+        workers=args.workers,
+        seed=args.seed,
+        val_percent=args.val_percent,
+        puzzles=args.puzzles,
+        puzzle_limit=args.puzzle_limit,
+        eval_limit=args.eval_limit,
+        quiet=args.quiet,
+    )
+
+
 def _step_args(module: ModuleType, argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog=module.__name__)
     module.add_arguments(parser)
@@ -95,17 +137,18 @@ def _line_count(path: Path) -> int:
         return sum(1 for line in file if line.strip())
 
 
-def make_positions(out: Path, count: int, args: argparse.Namespace) -> Path:
+def make_positions(config: PipelineConfig) -> Path:
     from oneply.training.data import positions
 
+    out, count = config.out, config.positions
     path = out / "positions.txt"
     _banner(f"positions: {path}")
     if _line_count(path) >= count:
         print(f"skip: {path} holds {_line_count(path)} positions (>= {count})")
         return path
-    argv = ["--out", str(path), "--count", str(count), "--seed", str(args.seed)]
-    argv += ["--exclude", str(args.puzzles)]  # the puzzles fit excludes and eval solves
-    _call(positions, argv + ["--workers", str(args.workers)])
+    argv = ["--out", str(path), "--count", str(count), "--seed", str(config.seed)]
+    argv += ["--exclude", str(config.puzzles)]  # the puzzles fit excludes and eval solves
+    _call(positions, argv + ["--workers", str(config.workers)])
     return path
 
 
@@ -123,52 +166,53 @@ def annotation_complete(shards: Path, positions: int, depth: int) -> bool:
     )
 
 
-def annotate(out: Path, positions_file: Path, args: argparse.Namespace) -> Path:
+def annotate(positions_file: Path, config: PipelineConfig) -> Path:
     from oneply.training.data import annotate as annotate_module
 
-    shards = out / "annotated"
+    shards = config.out / "annotated"
     _banner(f"annotate: {shards}")
-    if annotation_complete(shards, _line_count(positions_file), args.depth):
+    if annotation_complete(shards, _line_count(positions_file), config.depth):
         print(f"skip: every chunk of {positions_file} is annotated")
         return shards
-    argv = [str(positions_file), "--out", str(shards), "--depth", str(args.depth)]
-    _call(annotate_module, argv + ["--workers", str(args.workers)])
+    argv = [str(positions_file), "--out", str(shards), "--depth", str(config.depth)]
+    _call(annotate_module, argv + ["--workers", str(config.workers)])
     return shards
 
 
-def fit(out: Path, shards: Path, scale: Scale, args: argparse.Namespace) -> Path:
+def fit(shards: Path, config: PipelineConfig) -> Path:
     from oneply.training.data.dataset import AnnotatedDataset
     from oneply.training.fit import fit as fit_module
     from oneply.training.fit.checkpoints import saved_step
     from oneply.training.fit.config import CHECKPOINT
 
-    train_dir = out / "train"
+    train_dir = config.out / "train"
     _banner(f"fit: {train_dir}")
-    steps = args.steps or scale.steps
+    steps = config.steps
     checkpoint = train_dir / CHECKPOINT
     if checkpoint.exists() and saved_step(checkpoint) >= steps:
         print(f"skip: {checkpoint} has trained {steps} steps")
         return checkpoint
-    train_positions = len(AnnotatedDataset(shards, split="train", val_percent=args.val_percent))
-    batch = min(args.batch or scale.batch, train_positions)  # small data sets: one batch = all
+    train_positions = len(AnnotatedDataset(shards, split="train", val_percent=config.val_percent))
+    batch = min(config.batch, train_positions)  # small data sets: one batch = all
     every = str(max(1, min(200, steps // 5)))
-    argv = [str(shards), "--out", str(train_dir), "--preset", args.preset, "--steps", str(steps)]
-    argv += ["--batch", str(batch), "--layout", args.layout, "--seed", str(args.seed)]
-    argv += ["--val-percent", str(args.val_percent), "--eval-every", every]
+    argv = [str(shards), "--out", str(train_dir), "--preset", config.preset, "--steps", str(steps)]
+    argv += ["--batch", str(batch), "--layout", config.layout, "--seed", str(config.seed)]
+    argv += ["--val-percent", str(config.val_percent), "--eval-every", every]
     argv += ["--checkpoint-every", every, "--log-every", str(max(1, min(10, steps // 10)))]
     argv += ["--warmup", str(min(100, max(1, steps // 10)))]
-    argv += ["--exclude-puzzles", str(args.puzzles), "--puzzles", str(args.puzzles)]
-    _call(fit_module, argv + (["--quiet"] if args.quiet else []))
+    argv += ["--exclude-puzzles", str(config.puzzles), "--puzzles", str(config.puzzles)]
+    _call(fit_module, argv + (["--quiet"] if config.quiet else []))
     return checkpoint
 
 
 def export_and_evaluate(
-    out: Path, checkpoint_path: Path, shards: Path, args: argparse.Namespace
+    checkpoint_path: Path, shards: Path, config: PipelineConfig
 ) -> tuple[Path, Path]:
     """Export the EMA weights, evaluate them, and export again with the metrics embedded."""
     from oneply.training.fit.evaluate import evaluate_model, format_report
     from oneply.training.model.export import export_model, load_checkpoint_model
 
+    out = config.out
     model_path, report_path = out / "model.onnx", out / "report.json"
     _banner(f"export + eval: {model_path}")
     model, checkpoint = load_checkpoint_model(checkpoint_path)
@@ -180,17 +224,17 @@ def export_and_evaluate(
             return model_path, report_path
 
     summary = checkpoint.get("summary", {})
-    options = {"preset": checkpoint["preset"], "layout": args.layout, "training": summary}
+    options = {"preset": checkpoint["preset"], "layout": config.layout, "training": summary}
     draft = out / ".model.unevaluated.onnx"
     export_model(model, draft, **options)
     evaluation = evaluate_model(
         draft,
         data=[shards],
         split="val",
-        puzzles=args.puzzles,
-        limit=args.eval_limit,
-        puzzle_limit=args.puzzle_limit,
-        val_percent=args.val_percent,
+        puzzles=config.puzzles,
+        limit=config.eval_limit,
+        puzzle_limit=config.puzzle_limit,
+        val_percent=config.val_percent,
     )
     evaluation["model"] = str(model_path)
     evaluation["model_info"] = evaluation["model_info"].replace(draft.name, model_path.name)
@@ -230,14 +274,15 @@ def embedded_metrics(evaluation: dict[str, Any], training_val: dict[str, Any]) -
 def run(args: argparse.Namespace) -> int:
     if not args.puzzles.is_file():
         raise CommandError(f"oneply train all: puzzle file {args.puzzles} not found", exit_code=2)
-    scale = SCALES[args.preset]
-    out = args.out or Path("runs") / args.preset
-    out.mkdir(parents=True, exist_ok=True)
-    positions_file = make_positions(out, args.positions or scale.positions, args)
-    shards = annotate(out, positions_file, args)
-    checkpoint = fit(out, shards, scale, args)
-    model_path, report_path = export_and_evaluate(out, checkpoint, shards, args)
+    config = pipeline_config(args)
+    config.out.mkdir(parents=True, exist_ok=True)
+    positions_file = make_positions(config)
+    shards = annotate(positions_file, config)
+    checkpoint = fit(shards, config)
+    model_path, report_path = export_and_evaluate(checkpoint, shards, config)
     print(f"\nmodel:  {model_path}\nreport: {report_path}")
     print(f"plot:   {checkpoint.parent / 'training.png'}")
-    print(f"play:   oneply uci --model {model_path}", file=sys.stderr if args.quiet else sys.stdout)
+    print(
+        f"play:   oneply uci --model {model_path}", file=sys.stderr if config.quiet else sys.stdout
+    )
     return 0

@@ -9,6 +9,7 @@ import json
 import os
 import shutil
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -20,7 +21,9 @@ torch = pytest.importorskip("torch")
 
 from oneply.engine.facts.features import ADOPTED_FACTS, GROUPS, check_names  # noqa: E402
 from oneply.training.fit import fit  # noqa: E402
+from oneply.training.fit.options import from_args  # noqa: E402
 from oneply.training.lab import campaign  # noqa: E402
+from oneply.training.lab.campaign_config import CampaignConfig  # noqa: E402
 from tests.helpers.fact_versions import V8_FACTS  # noqa: E402
 from tests.helpers.training import (  # noqa: E402
     config,
@@ -40,6 +43,12 @@ def _args(*argv: str) -> argparse.Namespace:
     return args
 
 
+def _config(*argv: str) -> CampaignConfig:
+    """The config the campaign's command line makes of ``argv`` (as :func:`_args`): what every
+    step below `campaign.run` takes."""
+    return from_args(CampaignConfig, _args(*argv))
+
+
 def test_save_writes_the_weights_to_runs_and_publishes_them_only_when_asked(
     tmp_path: Path,
 ) -> None:
@@ -47,20 +56,20 @@ def test_save_writes_the_weights_to_runs_and_publishes_them_only_when_asked(
     assert campaign.WEIGHTS_DIR.relative_to(campaign.REPO_ROOT).parts[0] == "runs"
     assert _args("save").ledger == str(campaign.LEDGER_DIR)
     ledger, weights = tmp_path / "ledger", tmp_path / "weights"
-    args = _args("start", "--ledger", str(ledger), "--weights", str(weights))
-    assert campaign.latest_weights(args) == campaign.BUNDLED
+    options = _config("start", "--ledger", str(ledger), "--weights", str(weights))
+    assert campaign.latest_weights(options) == campaign.BUNDLED
     ledger.mkdir()
     (ledger / campaign.LATEST).write_bytes(b"published")
-    assert campaign.latest_weights(args) == ledger / campaign.LATEST
+    assert campaign.latest_weights(options) == ledger / campaign.LATEST
     weights.mkdir()
     (weights / campaign.LATEST).write_bytes(b"this machine's")
-    assert campaign.latest_weights(args) == weights / campaign.LATEST
+    assert campaign.latest_weights(options) == weights / campaign.LATEST
 
 
 def test_start_resumes_from_the_committed_weights_else_the_bundled_model(tmp_path: Path) -> None:
     ledger = tmp_path / "ledger"
-    args = _args("start", "--ledger", str(ledger), "--seed", "7", "--depth", "3")
-    commands = campaign.start_commands(args)
+    options = _config("start", "--ledger", str(ledger), "--seed", "7", "--depth", "3")
+    commands = campaign.start_commands(options)
     fit_command, generate = commands["fit"], commands["generate"]
     assert fit_command[fit_command.index("--init") + 1] == str(campaign.BUNDLED)
     assert "--follow" in fit_command and "--preset" not in fit_command  # the source's own
@@ -70,11 +79,11 @@ def test_start_resumes_from_the_committed_weights_else_the_bundled_model(tmp_pat
     assert float(fit_command[fit_command.index("--rank-weight") + 1]) == campaign.RANK_WEIGHT > 0
     assert float(fit_command[fit_command.index("--max-passes") + 1]) == campaign.MAX_PASSES > 0
     assert "--hours" not in fit_command  # a step count unless the session's length is given
-    timed = campaign.start_commands(_args("start", "--ledger", str(ledger), "--hours", "2.5"))
+    timed = campaign.start_commands(_config("start", "--ledger", str(ledger), "--hours", "2.5"))
     assert timed["fit"][timed["fit"].index("--hours") + 1] == "2.5"
     ledger.mkdir()
     (ledger / campaign.LATEST).write_bytes(b"weights")
-    fit_command = campaign.start_commands(args)["fit"]
+    fit_command = campaign.start_commands(options)["fit"]
     assert fit_command[fit_command.index("--init") + 1] == str(ledger / campaign.LATEST)
 
 
@@ -85,19 +94,19 @@ def test_a_new_lineage_starts_from_init_and_reads_stock_beside_the_fresh_data(
     ledger.mkdir()
     (ledger / campaign.LATEST).write_bytes(b"weights")
     stock = [str(tmp_path / "s5"), str(tmp_path / "s6")]
-    args = _args("start", "--ledger", str(ledger), "--data", str(fresh), "--init", "v6.onnx")
-    args.stock = stock
-    fit_command = campaign.start_commands(args)["fit"]
+    options = _config("start", "--ledger", str(ledger), "--data", str(fresh), "--init", "v6.onnx")
+    options = replace(options, stock=stock)
+    fit_command = campaign.start_commands(options)["fit"]
     assert fit_command[fit_command.index("--init") + 1] == "v6.onnx"  # over the ledger's latest
     assert "--facts" not in fit_command  # the source's facts
-    args.facts = ["attacks", "pins", "move_facts", "exchange"]
-    fit_command = campaign.start_commands(args)["fit"]
-    assert fit_command[fit_command.index("--facts") + 1 :][:4] == args.facts
+    options = replace(options, facts=["attacks", "pins", "move_facts", "exchange"])
+    fit_command = campaign.start_commands(options)["fit"]
+    assert fit_command[fit_command.index("--facts") + 1 :][:4] == options.facts
     data = fit_command[fit_command.index("fit") + 1 : fit_command.index("--follow")]
     assert data == [str(fresh), *stock]
     # without generate, a fresh directory that does not exist is not handed to the trainer
-    args.no_generate = True
-    fit_command = campaign.start_commands(args)["fit"]
+    options = replace(options, no_generate=True)
+    fit_command = campaign.start_commands(options)["fit"]
     assert fit_command[fit_command.index("fit") + 1 : fit_command.index("--follow")] == stock
 
 
@@ -192,8 +201,8 @@ def test_a_fork_runs_the_campaign_trainer_with_its_change_in_a_directory_of_its_
 ) -> None:
     out = tmp_path / "runs" / "campaign"
     facts = "--facts attacks pins move_facts exchange threats checks"
-    args = _args("start", "--out", str(out), "--fork", facts)
-    commands = campaign.start_commands(args)
+    options = _config("start", "--out", str(out), "--fork", facts)
+    commands = campaign.start_commands(options)
     control, fork = commands["fit"], commands["fork"]
     assert fork[fork.index("--out") + 1] == str(tmp_path / "runs" / "campaign-fork")
     assert fork[: fork.index("--out")] == control[: control.index("--out")]  # same data
@@ -201,7 +210,7 @@ def test_a_fork_runs_the_campaign_trainer_with_its_change_in_a_directory_of_its_
     assert [a for i, a in enumerate(fork[: len(control)]) if a != control[i]] == [
         str(tmp_path / "runs" / "campaign-fork")
     ]
-    assert "fork" not in campaign.start_commands(_args("start", "--out", str(out)))
+    assert "fork" not in campaign.start_commands(_config("start", "--out", str(out)))
     for bad, why in (
         ("--gap-weigth 4", "no argument --gap-weigth"),
         ("--gap-weight lots", "lots"),
@@ -210,7 +219,7 @@ def test_a_fork_runs_the_campaign_trainer_with_its_change_in_a_directory_of_its_
         ("", "needs train fit arguments"),
     ):
         with pytest.raises(CommandError, match=why):
-            campaign.start_commands(_args("start", "--out", str(out), "--fork", bad))
+            campaign.start_commands(_config("start", "--out", str(out), "--fork", bad))
 
 
 def test_a_fork_on_deeper_labels_has_its_own_generate_and_reads_only_its_labels(
@@ -219,7 +228,7 @@ def test_a_fork_on_deeper_labels_has_its_own_generate_and_reads_only_its_labels(
     data, out = str(tmp_path / "fresh"), str(tmp_path / "runs" / "campaign")
     argv = ["start", "--data", data, "--out", out, "--seed", "9"]
     argv += ["--depth", "2", "--fork-depth", "4"]  # labels deeper than the campaign's own
-    commands = campaign.start_commands(_args(*argv))
+    commands = campaign.start_commands(_config(*argv))
     control, fork, deep = commands["fit"], commands["fork"], commands["fork-generate"]
     own = str(tmp_path / "fresh-fork")
     assert deep[deep.index("--out") + 1] == own and deep[deep.index("--depth") + 1] == "4"
@@ -227,7 +236,7 @@ def test_a_fork_on_deeper_labels_has_its_own_generate_and_reads_only_its_labels(
     assert [a for i, a in enumerate(deep) if a != generate[i]] == [own, "4"]  # same seed
     assert own in fork and data not in fork and data in control
     assert len(fork) == len(control)  # nothing else changes
-    both = campaign.start_commands(_args(*argv, "--fork", "--gap-weight 4"))["fork"]
+    both = campaign.start_commands(_config(*argv, "--fork", "--gap-weight 4"))["fork"]
     assert both[len(control) :] == ["--gap-weight", "4"] and own in both
 
 
@@ -238,14 +247,14 @@ def test_a_fork_on_labels_of_a_learner_has_its_generate_and_record_name_the_chan
     model = str(campaign.BUNDLED)
     argv = ["start", "--data", data, "--out", out, "--seed", "9"]
     own_args = f"--learner {model} --learner-share 0.25"
-    commands = campaign.start_commands(_args(*argv, "--fork-generate", own_args))
+    commands = campaign.start_commands(_config(*argv, "--fork-generate", own_args))
     generate, own = commands["generate"], commands["fork-generate"]
     assert own[: len(generate)] == [
         str(tmp_path / "fresh-fork") if a == data else a for a in generate
     ]
     assert own[len(generate) :] == own_args.split()  # the campaign's seed and depth, plus these
     assert str(tmp_path / "fresh-fork") in commands["fork"] and data not in commands["fork"]
-    deeper = campaign.start_commands(_args(*argv, "--fork-generate", "--depth 4 --max-plies 80"))
+    deeper = campaign.start_commands(_config(*argv, "--fork-generate", "--depth 4 --max-plies 80"))
     fork_generate = deeper["fork-generate"]
     assert fork_generate[fork_generate.index("--depth") + 1] == "4"  # in place: the guard reads it
     assert fork_generate.count("--depth") == 1 and fork_generate[-2:] == ["--max-plies", "80"]
@@ -256,7 +265,7 @@ def test_a_fork_on_labels_of_a_learner_has_its_generate_and_record_name_the_chan
         ("", "needs train generate arguments"),
     ):
         with pytest.raises(CommandError, match=why):
-            campaign.start_commands(_args(*argv, "--fork-generate", bad))
+            campaign.start_commands(_config(*argv, "--fork-generate", bad))
     record = campaign.ForkRecord([], data + "-fork", None, own_args.split())
     campaign.write_fork_record(out, record)
     assert campaign.read_fork_record(out) == record
@@ -286,7 +295,7 @@ def test_start_refuses_a_run_an_earlier_session_saved_and_data_of_another_seed(
     (data / "manifest.json").write_text(json.dumps({"settings": {"game": game}}))
     with pytest.raises(CommandError, match="holds positions of .* move it aside"):
         campaign.run(_args(*argv[:-1], "--session", "2026-11-26", "--ledger", str(tmp_path)))
-    generate = campaign.start_commands(_args(*argv, "--seed", "1"))["generate"]
+    generate = campaign.start_commands(_config(*argv, "--seed", "1"))["generate"]
     campaign.check_data(generate)  # the same seed and depth: generate resumes the directory
 
 

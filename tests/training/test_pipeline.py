@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import chess
@@ -65,7 +66,8 @@ def test_train_all_positions_step_excludes_the_puzzles_given(tmp_path: Path) -> 
     parser = argparse.ArgumentParser()
     pipeline.add_arguments(parser)
     args = parser.parse_args(["--puzzles", str(puzzles), "--workers", "1"])
-    path = pipeline.make_positions(tmp_path, 3, args)
+    config = replace(pipeline.pipeline_config(args), out=tmp_path, positions=3)
+    path = pipeline.make_positions(config)
     assert json.loads(manifest_path(path).read_text())["exclude"] == [str(puzzles)]
 
 

@@ -98,6 +98,19 @@ class Settings:
     eco_share: float = 0.25
 
 
+@dataclass(frozen=True)
+class PositionsJob:
+    """One `train positions` run, read once from its command line: the file to create or
+    extend, how many unique positions it should hold, by how many workers, and the puzzle
+    CSVs whose positions it never holds."""
+
+    out: Path
+    count: int
+    workers: int
+    exclude: tuple[Path, ...]
+    settings: Settings
+
+
 # --------------------------------------------------------------------------- one game
 
 
@@ -334,7 +347,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--per-game", type=int, default=40, help="most positions kept per game")
 
 
-def _settings(args: argparse.Namespace) -> Settings:
+def positions_job(args: argparse.Namespace) -> PositionsJob:
+    """The run the parsed command line asks for, checked."""
     if args.count < 1 or args.workers < 1 or args.per_game < 1:
         raise PositionsError("--count, --workers and --per-game must be positive")
     if not 0 < args.sample_rate <= 1:
@@ -343,7 +357,7 @@ def _settings(args: argparse.Namespace) -> Settings:
         raise PositionsError("need 1 <= --min-nodes <= --max-nodes")
     books = tuple(str(b) for b in args.books)
     check_books(books)
-    return Settings(
+    settings = Settings(
         seed=args.seed,
         stockfish=args.stockfish,
         books=books,
@@ -353,29 +367,30 @@ def _settings(args: argparse.Namespace) -> Settings:
         sample_rate=args.sample_rate,
         per_game=args.per_game,
     )
+    exclude = tuple(args.exclude or [DEV_PUZZLES])
+    return PositionsJob(args.out, args.count, args.workers, exclude, settings)
 
 
 def run(args: argparse.Namespace) -> int:
     resume = "the file holds whole games only; rerun to resume"
-    return run_interruptible(
-        "positions", lambda: _run(args), (PositionsError, OpeningsError), resume
-    )
+    errors = (PositionsError, OpeningsError)
+    return run_interruptible("positions", lambda: make(positions_job(args)), errors, resume)
 
 
-def _run(args: argparse.Namespace) -> int:
-    settings = _settings(args)
-    exclude = args.exclude or [DEV_PUZZLES]
+def make(job: PositionsJob) -> int:
+    """Extend the job's file to its count of unique positions (whole games at a time)."""
+    settings, exclude = job.settings, job.exclude
     try:
         excluded = puzzle_keys(exclude)
     except DatasetError as error:
         raise PositionsError(str(error)) from None
     eco_lines = load_eco_lines(Path(settings.eco) if settings.eco else None)
-    existing = read_existing(args.out)
+    existing = read_existing(job.out)
     seen = {fen_key(f) for f in existing}
     mix = Mix()
     for fen in existing:
         mix.add(fen)
-    previous = _previous_manifest(args.out)
+    previous = _previous_manifest(job.out)
     session = int(previous.get("sessions", 0 if not existing else len(existing)))
     stats = Counter(previous.get("stats", {}))
     header = {
@@ -398,20 +413,20 @@ def _run(args: argparse.Namespace) -> int:
             "mix": mix.as_dict(),
         }
 
-    if len(seen) >= args.count:
-        write_manifest(args.out, manifest())
-        print(f"{args.out} already holds {len(seen)} positions (>= {args.count})")
+    if len(seen) >= job.count:
+        write_manifest(job.out, manifest())
+        print(f"{job.out} already holds {len(seen)} positions (>= {job.count})")
         return 0
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    workers = max(1, args.workers)
+    job.out.parent.mkdir(parents=True, exist_ok=True)
+    workers = max(1, job.workers)
     started, last_manifest = time.monotonic(), time.monotonic()
     with (
-        open(args.out, "a") as out,
-        tqdm(total=args.count, initial=len(seen), unit="pos", desc="positions") as bar,
+        open(job.out, "a") as out,
+        tqdm(total=job.count, initial=len(seen), unit="pos", desc="positions") as bar,
         closing(generate_games(settings, eco_lines, workers, session)) as games,
     ):
         for fens, kind in games:
-            fresh = _fresh(fens, seen, excluded, stats)[: args.count - len(seen)]
+            fresh = _fresh(fens, seen, excluded, stats)[: job.count - len(seen)]
             stats["games"] += 1
             stats[f"opening_{kind}"] += 1
             if fresh:
@@ -423,16 +438,16 @@ def _run(args: argparse.Namespace) -> int:
                     mix.add(fen)
                 bar.update(len(fresh))
             if time.monotonic() - last_manifest > 30:
-                write_manifest(args.out, manifest())
+                write_manifest(job.out, manifest())
                 last_manifest = time.monotonic()
-            if len(seen) >= args.count:
+            if len(seen) >= job.count:
                 break
-    write_manifest(args.out, manifest())
+    write_manifest(job.out, manifest())
     seconds = time.monotonic() - started
     made = len(seen) - len(existing)
     print(
         f"wrote {made} positions in {seconds:.1f} s ({made / max(seconds, 1e-9):.1f}/s); "
-        f"{args.out} holds {len(seen)}; mix {mix.as_dict()['phase']}"
+        f"{job.out} holds {len(seen)}; mix {mix.as_dict()['phase']}"
     )
     return 0
 
