@@ -16,7 +16,7 @@ import argparse
 import math
 import shlex
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -26,8 +26,9 @@ from oneply.arena.plots import pyplot
 from oneply.arena.results import MatchResult
 from oneply.arena.runner import run_match
 from oneply.arena.settings import EngineSpec, TimeControl
+from oneply.engine.cli import read_args
 from oneply.engine.errors import CommandError
-from oneply.engine.stockfish import LOOKUP_TEXT, StockfishNotFound, require_stockfish
+from oneply.engine.stockfish import LOOKUP_TEXT
 
 UCI_ELO_MIN, UCI_ELO_MAX = 1350, 2850
 CAVEAT = (
@@ -99,24 +100,40 @@ def stockfish_spec(path: str, level: int, tc: TimeControl) -> EngineSpec:
     return EngineSpec((path,), options, tc, name=f"Stockfish UCI_Elo {level}")
 
 
-def model_spec(args: argparse.Namespace, tc: TimeControl) -> EngineSpec:
+@dataclass(frozen=True)
+class LadderConfig:
+    """One `oneply ladder` (help: :func:`add_arguments`)."""
+
+    model: str | None = None
+    engine: str | None = None
+    option: list[tuple[str, str]] = field(default_factory=list)
+    name: str | None = None
+    stockfish: str = ""
+    start: int = 1700
+    rounds: int = 5
+    games_per_level: int = 20
+    levels: str | None = None
+    plot: str | None = None
+    runner: match.RunnerOptions = match.RunnerOptions(json="ladder.json")
+
+
+def model_spec(config: LadderConfig, tc: TimeControl) -> EngineSpec:
     """The engine under test: `python -m oneply.engine uci` with ModelFile, or --engine."""
-    if args.engine:
-        command = tuple(shlex.split(args.engine))
+    if config.engine:
+        command = tuple(shlex.split(config.engine))
     else:
         command = (sys.executable, "-m", "oneply.engine", "uci")
-    options = list(args.option)
-    if args.model:
-        options.insert(0, ("ModelFile", str(Path(args.model).resolve())))
-    name = args.name or (Path(args.model).stem if args.model else None)
+    options = list(config.option)
+    if config.model:
+        options.insert(0, ("ModelFile", str(Path(config.model).resolve())))
+    name = config.name or (Path(config.model).stem if config.model else None)
     return EngineSpec(command, tuple(options), tc, name=name)
 
 
-def play_level(
-    args: argparse.Namespace, model: EngineSpec, level: int, round_no: int
-) -> MatchResult:
-    sf = stockfish_spec(args.stockfish, level, model.tc)
-    settings = match.common_settings(args, model, sf, args.games_per_level, args.seed + round_no)
+def play_level(config: LadderConfig, model: EngineSpec, level: int, round_no: int) -> MatchResult:
+    sf = stockfish_spec(config.stockfish, level, model.tc)
+    seed = config.runner.seed + round_no
+    settings = match.common_settings(config.runner, model, sf, config.games_per_level, seed)
     settings.event = f"oneply ladder vs UCI_Elo {level}"
     settings.pgn_path = None
     return run_match(settings)
@@ -199,36 +216,39 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    if not args.model and not args.engine:
+    config = read_args(LadderConfig, args, runner=read_args(match.RunnerOptions, args))
+    if not config.model and not config.engine:
         raise CommandError("oneply ladder: give a MODEL file or --engine", exit_code=2)
-    if args.model and not Path(args.model).exists():
-        raise CommandError(f"oneply ladder: no such model file: {args.model}", exit_code=2)
-    try:
-        args.stockfish = require_stockfish(args.stockfish)
-    except StockfishNotFound as exc:
-        raise CommandError(f"oneply ladder: {exc}", exit_code=2) from None
-    if args.pgn:
-        Path(args.pgn).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.pgn).write_text("")  # every level's games go here, one run per file
-    tc = match.time_control(args)
-    model = model_spec(args, tc)
-    fixed = [clamp_level(float(x)) for x in args.levels.split(",")] if args.levels else None
+    if config.model and not Path(config.model).exists():
+        raise CommandError(f"oneply ladder: no such model file: {config.model}", exit_code=2)
+    return climb(replace(config, stockfish=match.required_stockfish("ladder", config.stockfish)))
+
+
+def climb(config: LadderConfig) -> int:
+    """The rounds, each at the level the games so far point to (or the fixed levels), then
+    the fitted rating."""
+    pgn = config.runner.pgn
+    if pgn:
+        new_pgn(pgn)  # every level's games go here, one run per file
+    tc = match.time_control(config.runner)
+    model = model_spec(config, tc)
+    fixed = [clamp_level(float(x)) for x in config.levels.split(",")] if config.levels else None
     levels: dict[int, Level] = {}
     rounds: list[dict[str, Any]] = []
-    level = clamp_level(args.start)
-    total_rounds = len(fixed) if fixed else args.rounds
+    level = clamp_level(config.start)
+    total_rounds = len(fixed) if fixed else config.rounds
     for round_no in range(total_rounds):
         level = fixed[round_no] if fixed else level
         try:
-            result = play_level(args, model, level, round_no)
+            result = play_level(config, model, level, round_no)
         except EngineStartError as exc:
             raise CommandError(f"oneply ladder: engine unusable: {exc}", exit_code=2) from None
         except KeyboardInterrupt:
             print("interrupted; fitting the games played so far", file=sys.stderr)
             break
         record(levels, level, result)
-        if args.pgn:
-            append_pgn(args.pgn, result)
+        if pgn:
+            append_pgn(pgn, result)
         rounds.append({"uci_elo": level, **result.stats, "seconds": result.seconds})
         current = fit(levels)
         print(
@@ -240,7 +260,13 @@ def run(args: argparse.Namespace) -> int:
             level = next_level(levels)
     if not any(lv.games for lv in levels.values()):
         raise CommandError("oneply ladder: no games were played", exit_code=1)
-    return report(args, model, tc, levels, rounds)
+    return report(config, model, tc, levels, rounds)
+
+
+def new_pgn(path: str) -> None:
+    """An empty --pgn file for a run whose matches each add their games to it."""
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    Path(path).write_text("")
 
 
 def append_pgn(path: str, result: MatchResult) -> None:
@@ -258,7 +284,7 @@ def record(levels: dict[int, Level], level: int, result: MatchResult) -> None:
 
 
 def report(
-    args: argparse.Namespace,
+    config: LadderConfig,
     model: EngineSpec,
     tc: TimeControl,
     levels: dict[int, Level],
@@ -283,12 +309,12 @@ def report(
     if not inside and not rating.at_bound:
         print("  outside the UCI_Elo range 1350–2850: extrapolated")
     print(f"  caveat: {CAVEAT}")
-    json_path = Path(args.json)
-    plot_path = args.plot or str(json_path.with_suffix(".png"))
+    json_path = Path(config.runner.json or "ladder.json")
+    plot_path = config.plot or str(json_path.with_suffix(".png"))
     Path(plot_path).parent.mkdir(parents=True, exist_ok=True)
     plotted = plot(plot_path, f"{name} ({tc.describe()})", levels, rating)
     data = {
-        "model": args.model,
+        "model": config.model,
         "engine": list(model.command),
         "options": dict(model.options),
         "time_control": tc.describe(),

@@ -27,7 +27,7 @@ import os
 import shlex
 import sys
 from collections import Counter
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -43,8 +43,54 @@ from oneply.arena.settings import (
     MatchSettings,
     TimeControl,
 )
+from oneply.engine.cli import read_args
 from oneply.engine.errors import CommandError
-from oneply.engine.stockfish import LOOKUP_TEXT
+from oneply.engine.stockfish import LOOKUP_TEXT, StockfishNotFound, require_stockfish
+
+
+@dataclass(frozen=True)
+class RunnerOptions:
+    """The clock, openings, runner and adjudication options that `match`, `ladder` and
+    `strength` share (their help: :func:`add_engine_arguments`)."""
+
+    tc: TimeControl | None = None
+    movetime: float | None = None
+    nodes: int | None = None
+    timemargin: float = 100.0
+    move_timeout: float = 60.0
+    startup_timeout: float = 30.0
+    openings: str | None = None
+    plies: int | None = None
+    opening_order: str = "random"
+    seed: int = 1
+    concurrency: int = os.cpu_count() or 1
+    pgn: str | None = None
+    json: str | None = None
+    quiet: bool = False
+    adjudicator: str = ""
+    adjudicate_nodes: int = 50_000
+    resign_score: int = 1000
+    resign_moves: int = 3
+    syzygy: str | None = None
+
+
+@dataclass(frozen=True)
+class MatchConfig:
+    """One `oneply match` (help: :func:`add_arguments`)."""
+
+    engine_a: str
+    engine_b: str
+    games: int = 10
+    name_a: str | None = None
+    name_b: str | None = None
+    option: list[tuple[str, str]] = field(default_factory=list)
+    option_a: list[tuple[str, str]] = field(default_factory=list)
+    option_b: list[tuple[str, str]] = field(default_factory=list)
+    nodes_a: int | None = None
+    nodes_b: int | None = None
+    sprt: list[float] | None = None
+    event: str = "oneply match"
+    runner: RunnerOptions = RunnerOptions()
 
 
 def parse_tc(text: str) -> TimeControl:
@@ -171,39 +217,35 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_engine_arguments(parser)
 
 
-def time_control(args: argparse.Namespace, nodes: int | None = None) -> TimeControl:
+def time_control(runner: RunnerOptions, nodes: int | None = None) -> TimeControl:
     """The engine's control from --tc/--movetime/--nodes; a clock by default."""
-    tc: TimeControl = args.tc or TimeControl()
-    movetime = args.movetime / 1000.0 if args.movetime else None
-    nodes = nodes if nodes is not None else args.nodes
-    if args.tc is None and movetime is None and nodes is None:
+    tc: TimeControl = runner.tc or TimeControl()
+    movetime = runner.movetime / 1000.0 if runner.movetime else None
+    nodes = nodes if nodes is not None else runner.nodes
+    if runner.tc is None and movetime is None and nodes is None:
         tc = TimeControl(base=10.0, inc=0.1)
     return TimeControl(base=tc.base, inc=tc.inc, movetime=movetime, nodes=nodes)
 
 
 def common_settings(
-    args: argparse.Namespace, a: EngineSpec, b: EngineSpec, games: int, seed: int | None = None
+    runner: RunnerOptions, a: EngineSpec, b: EngineSpec, games: int, seed: int | None = None
 ) -> MatchSettings:
     """MatchSettings from the shared CLI options (openings are loaded here)."""
     pairs = (games + 1) // 2
-    seed = args.seed if seed is None else seed
-    openings = load_openings(args.openings, pairs, args.plies, seed, args.opening_order)
+    seed = runner.seed if seed is None else seed
+    openings = load_openings(runner.openings, pairs, runner.plies, seed, runner.opening_order)
+    shared = ["move_timeout", "startup_timeout", "adjudicator", "adjudicate_nodes"]
+    shared += ["resign_score", "resign_moves", "syzygy"]  # named alike in both
     return MatchSettings(
         engine_a=a,
         engine_b=b,
         games=games,
         openings=openings,
-        concurrency=max(1, args.concurrency),
-        timemargin=args.timemargin / 1000.0,
-        move_timeout=args.move_timeout,
-        startup_timeout=args.startup_timeout,
-        adjudicator=args.adjudicator,
-        adjudicate_nodes=args.adjudicate_nodes,
-        resign_score=args.resign_score,
-        resign_moves=args.resign_moves,
-        syzygy=args.syzygy,
-        pgn_path=args.pgn,
-        progress=not args.quiet,
+        concurrency=max(1, runner.concurrency),
+        timemargin=runner.timemargin / 1000.0,
+        pgn_path=runner.pgn,
+        progress=not runner.quiet,
+        **{name: getattr(runner, name) for name in shared},
     )
 
 
@@ -217,19 +259,21 @@ def engine_spec(
     return replace(spec, options=spec.options + tuple(options), name=name or spec.name)
 
 
-def side_spec(args: argparse.Namespace, side: str) -> EngineSpec:
+def side_spec(config: MatchConfig, side: str) -> EngineSpec:
     """Engine `side` ("a" or "b") of the match: --engine-a, --option-a, --nodes-a, --name-a."""
-    options = args.option + getattr(args, f"option_{side}")
-    tc = time_control(args, getattr(args, f"nodes_{side}"))
-    return engine_spec(
-        getattr(args, f"engine_{side}"), options, tc, getattr(args, f"name_{side}"), args.seed
+    options = config.option + getattr(config, f"option_{side}")
+    tc = time_control(config.runner, getattr(config, f"nodes_{side}"))
+    name = getattr(config, f"name_{side}")
+    return engine_spec(getattr(config, f"engine_{side}"), options, tc, name, config.runner.seed)
+
+
+def match_settings(config: MatchConfig) -> MatchSettings:
+    a, b = side_spec(config, "a"), side_spec(config, "b")
+    settings = common_settings(config.runner, a, b, config.games)
+    settings.sprt = (
+        (config.sprt[0], config.sprt[1], config.sprt[2], config.sprt[3]) if config.sprt else None
     )
-
-
-def settings_from_args(args: argparse.Namespace) -> MatchSettings:
-    settings = common_settings(args, side_spec(args, "a"), side_spec(args, "b"), args.games)
-    settings.sprt = tuple(args.sprt) if args.sprt else None
-    settings.event = args.event
+    settings.event = config.event
     return settings
 
 
@@ -271,10 +315,11 @@ def est_fields(data: dict[str, Any]) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.games < 1:
+    config = read_args(MatchConfig, args, runner=read_args(RunnerOptions, args))
+    if config.games < 1:
         raise CommandError("--games must be at least 1", exit_code=2)
     try:
-        settings = settings_from_args(args)
+        settings = match_settings(config)
     except (ValueError, OSError) as exc:
         raise CommandError(f"oneply match: {exc}", exit_code=2) from None
     try:
@@ -285,9 +330,18 @@ def run(args: argparse.Namespace) -> int:
         print("interrupted; engines stopped", file=sys.stderr)
         return 130
     print(summary_text(result))
-    if args.json:
-        write_json(args.json, result.to_json())
+    if config.runner.json:
+        write_json(config.runner.json, result.to_json())
     return 0
+
+
+def required_stockfish(command: str, path: str) -> str:
+    """The Stockfish a command plays against (engine/stockfish.py's lookup); not found, the
+    command's error, which says what to do."""
+    try:
+        return require_stockfish(path)
+    except StockfishNotFound as exc:
+        raise CommandError(f"oneply {command}: {exc}", exit_code=2) from None
 
 
 def write_json(path: str, data: dict[str, Any]) -> None:

@@ -31,6 +31,7 @@ import argparse
 import json
 import sys
 import time
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +40,7 @@ import chess
 from oneply.arena import head_to_head, match
 from oneply.arena.engines import EngineStartError
 from oneply.arena.head_to_head import HeadToHead
-from oneply.arena.ladder import UCI_ELO_MAX, UCI_ELO_MIN, append_pgn
+from oneply.arena.ladder import UCI_ELO_MAX, UCI_ELO_MIN, append_pgn, new_pgn
 from oneply.arena.material import count_match
 from oneply.arena.puzzles import (
     DEV_PUZZLES,
@@ -53,8 +54,9 @@ from oneply.arena.runner import run_match
 from oneply.arena.settings import EngineSpec, TimeControl
 from oneply.arena.suite_result import OpponentResult, combined_rating, portable_path
 from oneply.arena.suite_result import SuiteResult as SuiteResult  # strength.SuiteResult: ablate
+from oneply.engine.cli import read_args
 from oneply.engine.errors import CommandError
-from oneply.engine.stockfish import LOOKUP_TEXT, StockfishNotFound, require_stockfish
+from oneply.engine.stockfish import LOOKUP_TEXT
 
 #: the default time control of every game (the model answers at once; Stockfish is fast)
 DEFAULT_TC = TimeControl(base=5.0, inc=0.05)
@@ -66,13 +68,42 @@ CAVEAT = (
 )
 
 
+@dataclass(frozen=True)
+class StrengthConfig:
+    """One `oneply strength` run that plays (help: :func:`add_arguments`); `games` holds each
+    suite opponent's game count by its flag (``--games-FLAG``)."""
+
+    model: str
+    games: dict[str, int]
+    baseline: str | None = None
+    search_nodes: int = 0
+    nodes_curve: list[int] | None = None
+    curve_json: str | None = None
+    curve_plot: str | None = None
+    games_per_level: int = 10
+    levels: list[int] = field(default_factory=lambda: [1350, 1500])
+    games_head: int = 0
+    stockfish: str = ""
+    puzzles: str = str(DEV_PUZZLES)
+    puzzle_limit: int | None = None
+    plot: str | None = None
+    runner: match.RunnerOptions = match.RunnerOptions(tc=DEFAULT_TC)
+
+
+def strength_config(args: argparse.Namespace) -> StrengthConfig:
+    """The run the parsed command line asks for."""
+    games = {o.flag: getattr(args, f"games_{o.flag}") for o in SUITE}
+    runner = read_args(match.RunnerOptions, args)
+    return read_args(StrengthConfig, args, games=games, runner=runner)
+
+
 # --------------------------------------------------------------------------- opponents
 
 
-def opponent_plan(args: argparse.Namespace) -> list[tuple[str, int, float]]:
+def opponent_plan(config: StrengthConfig) -> list[tuple[str, int, float]]:
     """(built-in name, games, anchor rating) for each opponent with games > 0, weakest first."""
-    plan = [(o.name, getattr(args, f"games_{o.flag}"), o.anchor) for o in SUITE]
-    plan += [(f"sf-elo{level}", args.games_per_level, float(level)) for level in args.levels]
+    plan = [(o.name, config.games[o.flag], o.anchor) for o in SUITE]
+    plan += [(f"sf-elo{level}", config.games_per_level, float(level)) for level in config.levels]
     return [(name, games, anchor) for name, games, anchor in plan if games > 0]
 
 
@@ -97,19 +128,20 @@ def model_engine(
 
 
 def play_opponents(
-    args: argparse.Namespace,
+    config: StrengthConfig,
     model: str,
     result: SuiteResult,
     search: bool = False,
     nodes: int = 0,
 ) -> None:
     """Every planned match, in order; Ctrl-C keeps the games already played."""
-    tc = match.time_control(args)
-    engine = model_engine(model, tc, args.seed, search, nodes)
-    for number, (name, games, anchor) in enumerate(opponent_plan(args)):
-        opponent = builtin_spec(name, tc, args.seed + number, args.stockfish)
+    runner = config.runner
+    tc = match.time_control(runner)
+    engine = model_engine(model, tc, runner.seed, search, nodes)
+    for number, (name, games, anchor) in enumerate(opponent_plan(config)):
+        opponent = builtin_spec(name, tc, runner.seed + number, config.stockfish)
         assert opponent is not None
-        settings = match.common_settings(args, engine, opponent, games, args.seed + number)
+        settings = match.common_settings(runner, engine, opponent, games, runner.seed + number)
         settings.event = f"oneply strength vs {name}"
         settings.pgn_path = None
         try:
@@ -125,9 +157,9 @@ def play_opponents(
         result.opponents.append(
             OpponentResult(name, anchor, s["wins"], s["draws"], s["losses"], played.seconds, *gives)
         )
-        if args.pgn:
-            append_pgn(args.pgn, played)
-        if not args.quiet:
+        if runner.pgn:
+            append_pgn(runner.pgn, played)
+        if not runner.quiet:
             print(
                 f"  {engine.label()} vs {name}: {s['wins']}/{s['draws']}/{s['losses']}"
                 f" ({played.seconds:.0f}s)",
@@ -140,13 +172,14 @@ def play_opponents(
 HEAD_SEED_OFFSET = 100
 
 
-def play_head_to_head(args: argparse.Namespace, model: str, baseline: str) -> HeadToHead | None:
+def play_head_to_head(config: StrengthConfig, model: str, baseline: str) -> HeadToHead | None:
     """`--games-head` games of the model against the baseline, each opening twice with colours
     swapped, both engines as the suite runs them; None when interrupted before the end."""
-    tc = match.time_control(args)
-    a, b = model_engine(model, tc, args.seed), model_engine(baseline, tc, args.seed)
-    seed = args.seed + HEAD_SEED_OFFSET
-    settings = match.common_settings(args, a, b, args.games_head, seed)
+    runner = config.runner
+    tc = match.time_control(runner)
+    a, b = model_engine(model, tc, runner.seed), model_engine(baseline, tc, runner.seed)
+    seed = runner.seed + HEAD_SEED_OFFSET
+    settings = match.common_settings(runner, a, b, config.games_head, seed)
     settings.event = "oneply strength head-to-head"
     settings.pgn_path = None
     try:
@@ -154,8 +187,8 @@ def play_head_to_head(args: argparse.Namespace, model: str, baseline: str) -> He
     except KeyboardInterrupt:
         print("interrupted; the head-to-head games are not counted", file=sys.stderr)
         return None
-    if args.pgn:
-        append_pgn(args.pgn, played)
+    if runner.pgn:
+        append_pgn(runner.pgn, played)
     return head_to_head.from_stats(model, baseline, played.stats, played.seconds)
 
 
@@ -199,18 +232,23 @@ def solve_dev_puzzles(
 
 
 def run_suite(
-    args: argparse.Namespace, model: str, search_nodes: int = 0, cap_games: bool = False
+    config: StrengthConfig, model: str, search_nodes: int = 0, cap_games: bool = False
 ) -> SuiteResult:
     """One model's suite; with `search_nodes`, look-ahead on (puzzles at that many nodes per
     move; games at the clock, and capped at the same nodes per move with `cap_games`)."""
     start = time.perf_counter()
     result = SuiteResult(model, search_nodes, capped=cap_games)
-    if args.puzzles and args.puzzle_limit != 0:
+    if config.puzzles and config.puzzle_limit != 0:
         result.puzzles = solve_dev_puzzles(
-            model, args.puzzles, args.puzzle_limit, args.seed, args.stockfish, search_nodes
+            model,
+            config.puzzles,
+            config.puzzle_limit,
+            config.runner.seed,
+            config.stockfish,
+            search_nodes,
         )
     play_opponents(
-        args, model, result, search=search_nodes > 0, nodes=search_nodes if cap_games else 0
+        config, model, result, search=search_nodes > 0, nodes=search_nodes if cap_games else 0
     )
     result.rating = combined_rating(result.opponents)
     result.seconds = time.perf_counter() - start
@@ -326,7 +364,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from oneply.arena import strength_merge
-    from oneply.arena import strength_report as report
 
     if args.merge:
         if args.model:
@@ -337,74 +374,84 @@ def run(args: argparse.Namespace) -> int:
     if args.games_head and not args.baseline:
         raise CommandError("oneply strength: --games-head plays the model against --baseline", 2)
 
-    runs = [(args.model, 0)]
-    if args.search_nodes > 0:
-        runs.append((args.model, args.search_nodes))
-    if args.baseline:
-        runs.append((args.baseline, 0))
-    models = [model for model, _ in runs]
+    config = strength_config(args)
+    models = [model for model, _ in suite_runs(config)]
     missing = [m for m in models if not Path(m).is_file()]
     if missing:
         raise CommandError(f"oneply strength: no such model file: {', '.join(missing)}", 2)
-    if args.puzzles and args.puzzle_limit != 0 and not Path(args.puzzles).is_file():
+    if config.puzzles and config.puzzle_limit != 0 and not Path(config.puzzles).is_file():
         raise CommandError(
-            f"oneply strength: no puzzle file {args.puzzles} (--puzzle-limit 0 skips puzzles)", 2
+            f"oneply strength: no puzzle file {config.puzzles} (--puzzle-limit 0 skips puzzles)", 2
         )
-    try:
-        args.stockfish = require_stockfish(args.stockfish)
-    except StockfishNotFound as exc:
-        raise CommandError(f"oneply strength: {exc}", exit_code=2) from None
-    if args.pgn:
-        Path(args.pgn).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.pgn).write_text("")
+    return play(replace(config, stockfish=match.required_stockfish("strength", config.stockfish)))
+
+
+def play(config: StrengthConfig) -> int:
+    """The suite of each model (the model, with look-ahead, the baseline), the head-to-head,
+    the report; the nodes curve when asked."""
+    from oneply.arena import strength_report as report
+
+    runner = config.runner
+    if runner.pgn:
+        new_pgn(runner.pgn)
     results = []
-    for model, nodes in runs:
+    for model, nodes in suite_runs(config):
         try:
-            results.append(run_suite(args, model, nodes))
+            results.append(run_suite(config, model, nodes))
         except EngineStartError as exc:
             raise CommandError(f"oneply strength: engine unusable: {exc}", 2) from None
         if results[-1].interrupted:
             break
     head = None
-    if args.baseline and args.games_head > 0 and not results[-1].interrupted:
-        head = play_head_to_head(args, args.model, args.baseline)
-    print(report.table(results, f"oneply strength ({match.time_control(args).describe()})"))
+    if config.baseline and config.games_head > 0 and not results[-1].interrupted:
+        head = play_head_to_head(config, config.model, config.baseline)
+    print(report.table(results, f"oneply strength ({match.time_control(runner).describe()})"))
     if head is not None:
         print(head_to_head.text(head))
     print(f"  caveat: {CAVEAT}")
-    if args.json:
-        data = report.to_json(results, args, CAVEAT)
+    if runner.json:
+        data = report.to_json(results, config, CAVEAT)
         if head is not None:
             data["head_to_head"] = head.to_dict()
-        match.write_json(args.json, data)
-        print(f"  wrote {args.json}")
-    if args.plot:
-        if report.plot(args.plot, results):
-            print(f"  wrote {args.plot}")
-    if args.nodes_curve and not results[-1].interrupted:
-        return nodes_curve(args)
+        match.write_json(runner.json, data)
+        print(f"  wrote {runner.json}")
+    if config.plot:
+        if report.plot(config.plot, results):
+            print(f"  wrote {config.plot}")
+    if config.nodes_curve and not results[-1].interrupted:
+        return nodes_curve(config, config.nodes_curve)
     return 130 if results[-1].interrupted else 0
 
 
-def nodes_curve(args: argparse.Namespace) -> int:
+def suite_runs(config: StrengthConfig) -> list[tuple[str, int]]:
+    """(model file, look-ahead nodes) of each suite the run plays, in order."""
+    runs = [(config.model, 0)]
+    if config.search_nodes > 0:
+        runs.append((config.model, config.search_nodes))
+    if config.baseline:
+        runs.append((config.baseline, 0))
+    return runs
+
+
+def nodes_curve(config: StrengthConfig, budgets: list[int]) -> int:
     """--nodes-curve: the suite at each budget, its table, JSON and plot."""
     from oneply.arena import search_curve as curve
 
     results = []
-    for budget in args.nodes_curve:
-        results.append(run_suite(args, args.model, budget, cap_games=True))
+    for budget in budgets:
+        results.append(run_suite(config, config.model, budget, cap_games=True))
         if results[-1].interrupted:  # keep what was played
             break
     points = [curve.curve_point(r) for r in results]
-    model = portable_path(args.model)
-    if args.curve_json and Path(args.curve_json).is_file():
-        earlier = json.loads(Path(args.curve_json).read_text())
+    model = portable_path(config.model)
+    if config.curve_json and Path(config.curve_json).is_file():
+        earlier = json.loads(Path(config.curve_json).read_text())
         if earlier.get("model") == model:  # the curve grows by these budgets
             points = curve.merge_points(earlier.get("points", []), points)
     print(curve.curve_table(points))
-    if args.curve_json:
-        match.write_json(args.curve_json, curve.curve_json(model, points))
-        print(f"  wrote {args.curve_json}")
-    if args.curve_plot and curve.plot_curve(args.curve_plot, args.model, points):
-        print(f"  wrote {args.curve_plot}")
+    if config.curve_json:
+        match.write_json(config.curve_json, curve.curve_json(model, points))
+        print(f"  wrote {config.curve_json}")
+    if config.curve_plot and curve.plot_curve(config.curve_plot, config.model, points):
+        print(f"  wrote {config.curve_plot}")
     return 130 if results[-1].interrupted else 0

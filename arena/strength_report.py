@@ -3,7 +3,6 @@ model with its baseline."""
 
 from __future__ import annotations
 
-import argparse
 import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -12,6 +11,7 @@ from oneply.arena import elo
 from oneply.arena.plots import pyplot
 
 if TYPE_CHECKING:
+    from oneply.arena.strength import StrengthConfig
     from oneply.arena.suite_result import SuiteResult
 
 
@@ -117,24 +117,24 @@ def comparison_text(diff: dict[str, Any] | None) -> str:
     return text
 
 
-def to_json(results: list[SuiteResult], args: argparse.Namespace, caveat: str) -> dict[str, Any]:
+def to_json(results: list[SuiteResult], config: StrengthConfig, caveat: str) -> dict[str, Any]:
     """The first model's result at the top level; the baseline and the comparison beside it."""
     from oneply.arena.match import time_control
 
     data = results[0].to_dict()
     data["settings"] = {
-        "time_control": time_control(args).describe(),
+        "time_control": time_control(config.runner).describe(),
         "games": {
-            "random": args.games_random,
-            "greedy": args.games_greedy,
-            "sf-skill0": args.games_skill,
-            "per_level": args.games_per_level,
-            "head": args.games_head,
+            "random": config.games["random"],
+            "greedy": config.games["greedy"],
+            "sf-skill0": config.games["skill"],
+            "per_level": config.games_per_level,
+            "head": config.games_head,
         },
-        "levels": args.levels,
-        "puzzle_limit": args.puzzle_limit,
-        "seed": args.seed,
-        "concurrency": args.concurrency,
+        "levels": config.levels,
+        "puzzle_limit": config.puzzle_limit,
+        "seed": config.runner.seed,
+        "concurrency": config.runner.concurrency,
     }
     data["caveat"] = caveat
     plain = [r for r in results if not r.search_nodes]

@@ -4,6 +4,9 @@ Each subcommand lives in the module that does the work; that module exposes
 ``add_arguments(parser)`` and ``run(args) -> int``. Modules are imported only when their
 subcommand runs, so `oneply uci` starts fast and never imports torch.
 
+A command reads its parsed options once, into a frozen config dataclass (:func:`read_args`),
+and everything below its ``run`` takes that config, never the namespace.
+
 Commands report a failure one way: they raise :class:`CommandError` (bad input, a failed
 step: the message says what to do); :func:`run_reporting` prints it and returns its exit code
 (2 for bad input), here and for anyone who calls a command's ``run`` in-process.
@@ -12,12 +15,27 @@ step: the message says what to do); :func:`run_reporting` prints it and returns 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import importlib
 import sys
 from collections.abc import Callable
+from typing import Any, TypeVar
 
 from oneply.engine import __version__
 from oneply.engine.errors import CommandError, missing_extra
+
+T = TypeVar("T")
+
+
+def read_args(config: type[T], args: argparse.Namespace, **values: Any) -> T:
+    """The config dataclass `config` from the parsed options named like its fields (a field
+    no option names keeps its default); `values` fill or replace the others."""
+    read = {
+        field.name: getattr(args, field.name)
+        for field in dataclasses.fields(config)  # type: ignore[arg-type]
+        if field.name not in values and hasattr(args, field.name)
+    }
+    return config(**read, **values)
 
 
 def run_reporting(run: Callable[[argparse.Namespace], int | None], args: argparse.Namespace) -> int:

@@ -27,7 +27,7 @@ from types import ModuleType
 from typing import Any
 
 from oneply.arena.puzzles import DEV_PUZZLES
-from oneply.engine.cli import run_reporting
+from oneply.engine.cli import read_args, run_reporting
 from oneply.engine.errors import CommandError
 from oneply.engine.files import atomic_path
 
@@ -93,21 +93,13 @@ class PipelineConfig:
 def pipeline_config(args: argparse.Namespace) -> PipelineConfig:
     """The run the parsed command line asks for; a preset's scale where no option says."""
     scale = SCALES[args.preset]
-    return PipelineConfig(
-        preset=args.preset,
+    return read_args(
+        PipelineConfig,
+        args,
         out=args.out or Path("runs") / args.preset,
         positions=args.positions or scale.positions,
-        depth=args.depth,
         steps=args.steps or scale.steps,
         batch=args.batch or scale.batch,
-        layout=args.layout,
-        workers=args.workers,
-        seed=args.seed,
-        val_percent=args.val_percent,
-        puzzles=args.puzzles,
-        puzzle_limit=args.puzzle_limit,
-        eval_limit=args.eval_limit,
-        quiet=args.quiet,
     )
 
 

@@ -29,7 +29,7 @@ def test_a_new_suite_opponent_is_one_entry(monkeypatch) -> None:
     parser = argparse.ArgumentParser()
     strength.add_arguments(parser)
     args = parser.parse_args(["m.onnx", "--games-noisy", "4", "--levels", "1350"])
-    plan = strength.opponent_plan(args)
+    plan = strength.opponent_plan(strength.strength_config(args))
     assert [name for name, _, _ in plan] == [
         "random",
         "greedy-noise50",
@@ -38,7 +38,7 @@ def test_a_new_suite_opponent_is_one_entry(monkeypatch) -> None:
         "sf-elo1350",
     ]
     assert plan[1] == ("greedy-noise50", 4, 300.0)
-    skipped = parser.parse_args(["m.onnx", "--games-noisy", "0"])
+    skipped = strength.strength_config(parser.parse_args(["m.onnx", "--games-noisy", "0"]))
     assert "greedy-noise50" not in [name for name, _, _ in strength.opponent_plan(skipped)]
 
 

@@ -17,10 +17,10 @@ from oneply.arena.suite_result import OpponentResult, SuiteResult, combined_rati
 from oneply.engine.cli import main as cli_main
 
 
-def _args(*argv: str) -> argparse.Namespace:
+def _config(*argv: str) -> strength.StrengthConfig:
     parser = argparse.ArgumentParser()
     strength.add_arguments(parser)
-    return parser.parse_args(["m.onnx", *argv])
+    return strength.strength_config(parser.parse_args(["m.onnx", *argv]))
 
 
 def _result(model: str, skill0: tuple[int, int, int], level: tuple[int, int, int]) -> SuiteResult:
@@ -33,7 +33,7 @@ def _result(model: str, skill0: tuple[int, int, int], level: tuple[int, int, int
 
 def _write_run(path: Path, seed: int, new: tuple, old: tuple, *argv: str) -> Path:
     results = [_result("new.onnx", *new), _result("old.onnx", *old)]
-    data = to_json(results, _args("--seed", str(seed), *argv), strength.CAVEAT)
+    data = to_json(results, _config("--seed", str(seed), *argv), strength.CAVEAT)
     path.write_text(json.dumps(data))
     return path
 

@@ -94,3 +94,21 @@ def train_in_background(cfg: TrainConfig) -> tuple[threading.Thread, list[BaseEx
     trainer = threading.Thread(target=train, daemon=True)
     trainer.start()
     return trainer, errors
+
+
+def ablate(data: Path, out: Path, *argv: str) -> list[str]:
+    """`oneply train ablate DATA --out OUT ARGV` of tiny rows, quietly on one thread, as run by
+    its own parser; returns the full command line (to run again, or change)."""
+    command = [str(data), "--out", str(out), *argv, "--preset", "tiny"]
+    command += ["--val-positions", "16", "--threads", "1", "--quiet"]
+    run_ablation(command)
+    return command
+
+
+def run_ablation(command: list[str]) -> None:
+    """`oneply train ablate` on ``command``, parsed by its own parser; it must succeed."""
+    from oneply.training.lab import ablation
+
+    parser = ArgumentParser()
+    ablation.add_arguments(parser)
+    assert ablation.run(parser.parse_args(command)) == 0

@@ -3,7 +3,6 @@ and a run trains, measures, writes the table and skips finished variants when ca
 
 from __future__ import annotations
 
-import argparse
 import json
 from pathlib import Path
 
@@ -13,7 +12,7 @@ torch = pytest.importorskip("torch")
 
 from oneply.training.lab import ablation, budget  # noqa: E402
 from tests.helpers.fact_versions import V5_FACTS  # noqa: E402
-from tests.helpers.training import make_shard  # noqa: E402
+from tests.helpers.training import ablate, make_shard, run_ablation  # noqa: E402
 
 
 def init_weights(tmp_path: Path, name: str) -> dict:
@@ -57,9 +56,9 @@ def test_the_size_rows_differ_only_in_size(tmp_path: Path) -> None:
 
 
 def test_every_variant_sees_the_same_number_of_positions() -> None:
-    args = argparse.Namespace(data=["d"], positions=12_800, seed=0)
+    chosen = ablation.AblationConfig(data=["d"], positions=12_800, seed=0)
     configs = {
-        name: ablation.train_config(ablation.variant_named(name), args, Path("o"), 12_800)
+        name: ablation.train_config(ablation.variant_named(name), chosen, Path("o"), 12_800)
         for name in ("pieces", "batch-64", "batch-256", "warmup-0", "lr-3e-4")
     }
     assert {c.steps * c.batch for c in configs.values()} == {12_800}
@@ -72,12 +71,8 @@ def test_every_variant_sees_the_same_number_of_positions() -> None:
 def test_ablation_trains_measures_writes_the_table_and_resumes(tmp_path: Path) -> None:
     data = make_shard(tmp_path / "data", 160)
     out = tmp_path / "ablate"
-    parser = argparse.ArgumentParser()
-    ablation.add_arguments(parser)
-    argv = [str(data), "--out", str(out), "--positions", "256", "--games", "2"]
-    argv += ["--only", "v1,squares", "--preset", "tiny", "--puzzle-limit", "12"]
-    argv += ["--val-positions", "16", "--threads", "1", "--quiet"]
-    assert ablation.run(parser.parse_args(argv)) == 0
+    argv = ["--positions", "256", "--games", "2", "--only", "v1,squares", "--puzzle-limit", "12"]
+    command = ablate(data, out, *argv)
 
     rows = json.loads((out / "table.json").read_text())
     assert [r["variant"] for r in rows] == ["v1", "squares"]
@@ -91,7 +86,7 @@ def test_ablation_trains_measures_writes_the_table_and_resumes(tmp_path: Path) -
     assert "| v1 |" in (out / "table.md").read_text() and (out / "ablation.png").stat().st_size
 
     stamp = (out / "v1" / "result.json").stat().st_mtime_ns
-    assert ablation.run(parser.parse_args(argv)) == 0  # finished variants are not redone
+    run_ablation(command)  # finished variants are not redone
     assert (out / "v1" / "result.json").stat().st_mtime_ns == stamp
 
 
@@ -111,12 +106,8 @@ def test_cpu_hours_give_each_row_the_positions_its_budget_pays_for(
     monkeypatch.setattr(budget, "MIN_PROBE_SECONDS", 1.0)  # a toy run: a short probe suffices
     data = timed(make_shard(tmp_path / "data", 800), 0.02)
     out = tmp_path / "ablate"
-    parser = argparse.ArgumentParser()
-    ablation.add_arguments(parser)
-    argv = [str(data), "--out", str(out), "--cpu-hours", "0.004", "--games", "0"]
-    argv += ["--only", "facts", "--preset", "tiny", "--puzzle-limit", "4"]
-    argv += ["--val-positions", "16", "--threads", "1", "--quiet"]
-    assert ablation.run(parser.parse_args(argv)) == 0
+    argv = ["--cpu-hours", "0.004", "--games", "0", "--only", "facts", "--puzzle-limit", "4"]
+    command = ablate(data, out, *argv)
     row = json.loads((out / "facts" / "result.json").read_text())
     assert row["label_cost"] == pytest.approx(0.02)
     assert 0 < row["train_cost"] < 0.02  # a tiny model: cheaper to train than to label here
@@ -126,10 +117,10 @@ def test_cpu_hours_give_each_row_the_positions_its_budget_pays_for(
     assert row["label_cpu_seconds"] + row["train_cpu_seconds"] == pytest.approx(seconds, rel=0.01)
     assert "| facts |" in (out / "table.md").read_text()
     # a budget that pays for more positions than were labelled: refused, no second pass
-    argv[argv.index("0.004")] = "0.04"
-    argv[argv.index(str(out))] = str(tmp_path / "more")
+    command[command.index("0.004")] = "0.04"
+    command[command.index(str(out))] = str(tmp_path / "more")
     with pytest.raises(ablation.CommandError, match="label more"):
-        ablation.run(parser.parse_args(argv))
+        run_ablation(command)
 
 
 def test_the_training_probe_grows_until_its_extra_time_outweighs_the_fixed_costs() -> None:

@@ -4,7 +4,6 @@ network (at a test's size) trains a step and exports to a file that computes wha
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
 from pathlib import Path
@@ -24,7 +23,7 @@ from oneply.training.lab import ablation  # noqa: E402
 from oneply.training.lab.ablation_variants import BASE_MODEL, ROUND_3, variant_named  # noqa: E402
 from oneply.training.model.export import export_model  # noqa: E402
 from oneply.training.model.model import PRESETS, ActionValueModel  # noqa: E402
-from tests.helpers.training import make_shard  # noqa: E402
+from tests.helpers.training import ablate, make_shard  # noqa: E402
 
 MIDDLEGAME_BLACK = "r1bq1rk1/pp2bppp/2n1pn2/3p4/2PP4/2N2N2/PP2BPPP/R2QKB1R b - - 3 8"
 
@@ -123,12 +122,9 @@ def test_a_round3_row_runs_through_the_ablation(tmp_path: Path) -> None:
     """fit, export and evaluation take a model with every attention bias (tiny's size)."""
     data = make_shard(tmp_path / "data", 160)
     out = tmp_path / "ablate"
-    parser = argparse.ArgumentParser()
-    ablation.add_arguments(parser)
-    argv = [str(data), "--out", str(out), "--positions", "128", "--games", "0"]
-    argv += ["--only", "bias-all", "--preset", "tiny", "--puzzle-limit", "4"]
-    argv += ["--val-positions", "16", "--threads", "1", "--quiet"]
-    assert ablation.run(parser.parse_args(argv)) == 0
+    ablate(
+        data, out, "--positions", "128", "--games", "0", "--only", "bias-all", "--puzzle-limit", "4"
+    )
     row = json.loads((out / "bias-all" / "result.json").read_text())
     assert row["positions_seen"] == 128 and row["val_loss"] > 0
     info = Scorer(out / "bias-all" / "model.onnx", threads=1).info

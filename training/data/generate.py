@@ -43,6 +43,7 @@ from typing import Any
 
 from oneply.arena.puzzles import DEV_PUZZLES
 from oneply.arena.settings import DEBIAN_BOOKS
+from oneply.engine.cli import read_args
 from oneply.engine.model.model_file import ModelFileError
 from oneply.engine.stockfish import LOOKUP_TEXT
 from oneply.training.data.dataset import puzzle_keys
@@ -91,20 +92,13 @@ def generate_job(args: argparse.Namespace) -> GenerateJob:
     """The run the parsed command line asks for, its game settings checked."""
     knobs = {f.name: getattr(args, f.name) for f in fields(GameSettings) if hasattr(args, f.name)}
     knobs["learner_share"] = learner_share(args.learner, args.learner_share)
-    return GenerateJob(
+    return read_args(
+        GenerateJob,
+        args,
         out=Path(args.out),
-        count=args.count,
         game=game_settings(knobs, nodes_given=bool(args.nodes)),
-        workers=args.workers,
-        labels=args.labels,
-        shard=args.shard,
-        learner=args.learner,
-        shard_size=args.shard_size,
-        stockfish=args.stockfish,
         book=tuple(args.book or ()),
-        eco=args.eco,
         exclude=tuple(args.exclude),
-        bench_sample=args.bench_sample,
     )
 
 

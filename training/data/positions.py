@@ -50,6 +50,7 @@ from tqdm import tqdm
 
 from oneply.arena.puzzles import DEV_PUZZLES
 from oneply.arena.settings import DEBIAN_BOOKS
+from oneply.engine.cli import read_args
 from oneply.engine.facts.tokenizer import fen_key, position_key, tokenize
 from oneply.engine.files import write_json_atomic
 from oneply.engine.model.values import score_to_win
@@ -357,16 +358,7 @@ def positions_job(args: argparse.Namespace) -> PositionsJob:
         raise PositionsError("need 1 <= --min-nodes <= --max-nodes")
     books = tuple(str(b) for b in args.books)
     check_books(books)
-    settings = Settings(
-        seed=args.seed,
-        stockfish=args.stockfish,
-        books=books,
-        eco=str(args.eco) if args.eco else None,
-        min_nodes=args.min_nodes,
-        max_nodes=args.max_nodes,
-        sample_rate=args.sample_rate,
-        per_game=args.per_game,
-    )
+    settings = read_args(Settings, args, books=books, eco=str(args.eco) if args.eco else None)
     exclude = tuple(args.exclude or [DEV_PUZZLES])
     return PositionsJob(args.out, args.count, args.workers, exclude, settings)
 

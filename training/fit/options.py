@@ -17,6 +17,8 @@ import typing
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
+from oneply.engine.cli import read_args
+
 T = TypeVar("T")
 
 #: the key of a field's metadata that holds its command-line option
@@ -94,10 +96,9 @@ def add_options(
 def from_args(config: type[T], args: argparse.Namespace, **values: Any) -> T:
     """The dataclass `config` from parsed options (a list option as a list); `values` replace
     what the command line gave."""
-    read = {}
-    for field in dataclasses.fields(config):  # type: ignore[arg-type]
-        if field.name in values or not hasattr(args, field.name):
-            continue
-        value = getattr(args, field.name)
-        read[field.name] = list(value) if isinstance(value, tuple | list) else value
-    return config(**read, **values)
+    lists = {
+        field.name: list(value)
+        for field in dataclasses.fields(config)  # type: ignore[arg-type]
+        if isinstance(value := getattr(args, field.name, None), tuple | list)
+    }
+    return read_args(config, args, **{**lists, **values})

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from oneply.arena.puzzles import DEV_PUZZLES
 from oneply.engine.errors import CommandError
+from oneply.training.fit.options import add_options, from_args, option
 from oneply.training.lab.ablation_variants import (
     BASE_MODEL,
     BASE_PRESET,
@@ -97,7 +98,7 @@ def row_data(variant: Variant, directories: list[str]) -> list[str]:
 
 
 def train_config(
-    variant: Variant, args: argparse.Namespace, out: Path, positions: int
+    variant: Variant, ablation: AblationConfig, out: Path, positions: int
 ) -> TrainConfig:
     """The variant's `fit` settings: the base run's, its overrides, and the steps that make
     `positions` at its batch size."""
@@ -107,11 +108,11 @@ def train_config(
     steps = max(1, positions // settings["batch"])
     settings.setdefault("warmup", max(1, steps // 20))
     return TrainConfig(
-        data=row_data(variant, list(args.data)),
+        data=row_data(variant, list(ablation.data)),
         out=str(out / "fit"),
         steps=steps,
         init=str(out / "init.pt"),
-        seed=args.seed,
+        seed=ablation.seed,
         eval_every=max(1, steps // 4),
         checkpoint_every=max(1, steps // 8),
         exclude_puzzles=[str(DEV_PUZZLES)],
@@ -133,7 +134,7 @@ def opponent_scores(model: Path, greedy: int, skill: int, seed: int) -> dict[str
         + ["--seed", str(seed), "--quiet"]
     )
     result = strength.SuiteResult(str(model))
-    strength.play_opponents(args, str(model), result)
+    strength.play_opponents(strength.strength_config(args), str(model), result)
     return {
         played.name: {
             "wins": played.wins,
@@ -145,37 +146,37 @@ def opponent_scores(model: Path, greedy: int, skill: int, seed: int) -> dict[str
     }
 
 
-def run_variant(variant: Variant, args: argparse.Namespace) -> dict[str, Any]:
+def run_variant(variant: Variant, config: AblationConfig) -> dict[str, Any]:
     """Train, export and measure one variant (resuming whatever an earlier call left)."""
     from oneply.training.fit.evaluate import evaluate_model
     from oneply.training.fit.fit import train
     from oneply.training.model.export import export_model, load_checkpoint_model
 
-    out = Path(args.out) / variant.name
+    out = Path(config.out) / variant.name
     if not (out / "init.pt").exists():
-        write_init(variant, out / "init.pt", args.seed, args.preset)
-    costs = row_costs(variant, args, out)
-    config = train_config(variant, args, out, costs.get("positions", args.positions))
+        write_init(variant, out / "init.pt", config.seed, config.preset)
+    costs = row_costs(variant, config, out)
+    fit_config = train_config(variant, config, out, costs.get("positions", config.positions))
     started = time.perf_counter()
-    summary = train(config, resume=True, quiet=args.quiet)
+    summary = train(fit_config, resume=True, quiet=config.quiet)
     model, checkpoint = load_checkpoint_model(out / "fit" / "checkpoint.pt")
     onnx_path = out / "model.onnx"
     export_model(model, onnx_path, preset=variant.name, training=summary)
     report = evaluate_model(
         onnx_path,
-        data=list[str | Path](row_data(variant_named("facts"), list(args.data))),  # one val split
-        limit=args.val_positions,
-        puzzle_limit=args.puzzle_limit,
-        threads=args.threads,
+        data=list[str | Path](row_data(variant_named("facts"), list(config.data))),  # one val split
+        limit=config.val_positions,
+        puzzle_limit=config.puzzle_limit,
+        threads=config.threads,
     )
     positions, puzzles = report.get("positions", {}), report.get("puzzles", {})
     result = {
         "variant": variant.name,
         "what": variant.what,
         "parameters": model.num_parameters(),
-        "steps": config.steps,
-        "batch": config.batch,
-        "positions_seen": config.steps * config.batch,
+        "steps": fit_config.steps,
+        "batch": fit_config.batch,
+        "positions_seen": fit_config.steps * fit_config.batch,
         "train_seconds": round(checkpoint["summary"].get("train_seconds", 0.0), 1),
         **costs,
         "val_loss": checkpoint.get("metrics", {}).get("val_loss"),
@@ -183,36 +184,36 @@ def run_variant(variant: Variant, args: argparse.Namespace) -> dict[str, Any]:
         "kendall_tau": positions.get("kendall_tau"),
         "log_loss": positions.get("log_loss"),
         "puzzles": puzzles.get("accuracy"),
-        **_games(onnx_path, args),
+        **_games(onnx_path, config),
         "wall_seconds": round(time.perf_counter() - started, 1),
     }
     (out / "result.json").write_text(json.dumps(result, indent=1) + "\n")
     return result
 
 
-def row_costs(variant: Variant, args: argparse.Namespace, out: Path) -> dict[str, Any]:
+def row_costs(variant: Variant, config: AblationConfig, out: Path) -> dict[str, Any]:
     """With --cpu-hours: the row's positions for its budget, and the labelling and training
     CPU-seconds they cost (planned once, in ``plan.json``, so a resumed row keeps its plan).
     Without it: nothing (the rows share --positions)."""
-    if args.cpu_hours is None:
+    if config.cpu_hours is None:
         return {}
     path = out / "plan.json"
     if path.exists():
         return dict(json.loads(path.read_text()))
-    label_cost = label_seconds_per_position(row_data(variant, list(args.data)))
-    probe = train_config(variant, args, out, args.positions)
+    label_cost = label_seconds_per_position(row_data(variant, list(config.data)))
+    probe = train_config(variant, config, out, config.positions)
     train_cost = train_seconds_per_position(probe)
-    budget = args.cpu_hours * 3600
+    budget = config.cpu_hours * 3600
     positions = plan(budget, label_cost, train_cost)
     held = sum(int(m.get("count", 0)) for d in probe.data for m in shard_metas(d))
     if positions > held:  # fresh data only: a second pass would be bought without labelling
         raise CommandError(
-            f"{variant.name}: {args.cpu_hours} CPU-hours pay for {positions:,} positions and "
+            f"{variant.name}: {config.cpu_hours} CPU-hours pay for {positions:,} positions and "
             f"{', '.join(probe.data)} hold {held:,}: label more (train generate) or lower "
             "--cpu-hours"
         )
     costs = {
-        "cpu_hours": args.cpu_hours,
+        "cpu_hours": config.cpu_hours,
         "positions": positions,
         "label_cost": label_cost,
         "train_cost": train_cost,
@@ -223,8 +224,8 @@ def row_costs(variant: Variant, args: argparse.Namespace, out: Path) -> dict[str
     return costs
 
 
-def _games(model: Path, args: argparse.Namespace) -> dict[str, Any]:
-    scores = opponent_scores(model, args.games, args.games_skill, args.seed)
+def _games(model: Path, config: AblationConfig) -> dict[str, Any]:
+    scores = opponent_scores(model, config.games, config.games_skill, config.seed)
     return {"greedy": scores.get("greedy"), "skill0": scores.get("sf-skill0")}
 
 
@@ -328,36 +329,42 @@ def write_report(out: Path) -> str:
 # --------------------------------------------------------------------------- CLI
 
 
+@dataclasses.dataclass(frozen=True)
+class AblationConfig:
+    """What one `oneply train ablate` call is told: each field is also one of its options
+    (training/fit/options.py), in the order `--help` lists them."""
+
+    data: list[str] = option(
+        "annotated shard directories (fixed while it runs)",
+        positional=True,
+        nargs="+",
+        required=True,
+    )
+    out: str = option("one folder per variant, the table", default="runs/ablate")
+    positions: int = option("training positions per variant (76,800)", default=76_800)
+    cpu_hours: float | None = option(
+        "instead of --positions: a CPU budget per row, labelling counted (training/"
+        "budget.py); rows learn from as many fresh positions as it pays for"
+    )
+    games: int = option("games vs greedy (0: none)", default=20)
+    games_skill: int = option("games vs Stockfish skill 0 (default 0: none)", default=0)
+    val_positions: int = option(default=2048)
+    puzzle_limit: int | None = option("dev puzzles, evenly spaced (all)")
+    preset: str = option(f"base architecture ({BASE_PRESET})", default=BASE_PRESET)
+    only: str | None = option(
+        "comma-separated variant names, or `round3` for issue 81's geometry, shape, "
+        "widening and size rows (default: all)"
+    )
+    seed: int = option(default=0)
+    threads: int | None = option("torch and onnxruntime threads")
+    report: bool = option("only print the table so far", default=False, action="store_true")
+    quiet: bool = option("no progress bars", default=False, action="store_true")
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.epilog = "variants:\n" + "\n".join(f"  {v.name:<10} {v.what}" for v in VARIANTS)
-    parser.add_argument("data", nargs="+", help="annotated shard directories (fixed while it runs)")
-    parser.add_argument("--out", default="runs/ablate", help="one folder per variant, the table")
-    parser.add_argument(
-        "--positions", type=int, default=76_800, help="training positions per variant (76,800)"
-    )
-    parser.add_argument(
-        "--cpu-hours",
-        type=float,
-        help="instead of --positions: a CPU budget per row, labelling counted (training/"
-        "budget.py); rows learn from as many fresh positions as it pays for",
-    )
-    parser.add_argument("--games", type=int, default=20, help="games vs greedy (0: none)")
-    parser.add_argument(
-        "--games-skill", type=int, default=0, help="games vs Stockfish skill 0 (default 0: none)"
-    )
-    parser.add_argument("--val-positions", type=int, default=2048)
-    parser.add_argument("--puzzle-limit", type=int, help="dev puzzles, evenly spaced (all)")
-    parser.add_argument("--preset", default=BASE_PRESET, help=f"base architecture ({BASE_PRESET})")
-    parser.add_argument(
-        "--only",
-        help="comma-separated variant names, or `round3` for issue 81's geometry, shape, "
-        "widening and size rows (default: all)",
-    )
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--threads", type=int, help="torch and onnxruntime threads")
-    parser.add_argument("--report", action="store_true", help="only print the table so far")
-    parser.add_argument("--quiet", action="store_true", help="no progress bars")
+    add_options(parser, AblationConfig)
 
 
 def chosen_names(only: str) -> list[str]:
@@ -371,22 +378,25 @@ def chosen_names(only: str) -> list[str]:
 def run(args: argparse.Namespace) -> int:
     import torch
 
-    if args.threads:
-        torch.set_num_threads(args.threads)
-    missing = [d for d in args.data if not Path(d).is_dir()]
+    config = from_args(AblationConfig, args)
+    if config.threads:
+        torch.set_num_threads(config.threads)
+    missing = [d for d in config.data if not Path(d).is_dir()]
     if missing:
         raise CommandError(f"no such data directory: {', '.join(missing)}")
-    out = Path(args.out)
+    out = Path(config.out)
     out.mkdir(parents=True, exist_ok=True)
-    chosen = [variant_named(n) for n in chosen_names(args.only)] if args.only else list(VARIANTS)
-    for variant in [] if args.report else chosen:
+    chosen = (
+        [variant_named(n) for n in chosen_names(config.only)] if config.only else list(VARIANTS)
+    )
+    for variant in [] if config.report else chosen:
         if (out / variant.name / "result.json").exists():
             continue
         if not supported(variant):
             print(f"skipping {variant.name}: this oneply's model has no {sorted(variant.model)}")
             continue
         print(f"== {variant.name}: {variant.what}", flush=True)
-        run_variant(variant, args)
+        run_variant(variant, config)
         print(write_report(out), flush=True)
     print(write_report(out))
     print(f"wrote {out / 'table.md'}, {out / 'table.json'}, {out / 'ablation.png'}")
