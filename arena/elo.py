@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
+from typing import Any
 
 #: two-sided 95% normal quantile
 Z95 = 1.959963984540054
@@ -57,8 +58,26 @@ def _mean_var(values: Sequence[float], counts: Sequence[float]) -> tuple[float, 
     return n, mu, var
 
 
+class Interval:
+    """A measure with its 95% interval [lower, upper] (a dataclass's fields): the "±" printed
+    next to it, and its record with that "±"."""
+
+    lower: float
+    upper: float
+
+    @property
+    def pm(self) -> float:
+        """Half the interval's width: the "±" printed next to the measure."""
+        return (self.upper - self.lower) / 2.0
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = asdict(self)  # type: ignore[call-overload]
+        out["pm"] = self.pm
+        return out
+
+
 @dataclass(frozen=True)
-class EloEstimate:
+class EloEstimate(Interval):
     """An Elo difference with its 95% interval, as computed from one kind of statistic."""
 
     elo: float
@@ -71,16 +90,6 @@ class EloEstimate:
     los: float
     #: normalised Elo: score excess in units of its per-game standard deviation
     nelo: float
-
-    @property
-    def pm(self) -> float:
-        """Half the interval's width: the "±" printed next to the Elo."""
-        return (self.upper - self.lower) / 2.0
-
-    def to_dict(self) -> dict[str, float]:
-        out = asdict(self)
-        out["pm"] = self.pm
-        return out
 
 
 def _estimate(n: float, mu: float, var: float, games_per_sample: int) -> EloEstimate:
@@ -184,7 +193,7 @@ def sprt_decision(llr: float, bounds: SprtBounds) -> str | None:
 
 
 @dataclass(frozen=True)
-class RatingFit:
+class RatingFit(Interval):
     """One absolute rating fitted against opponents of known rating."""
 
     rating: float
@@ -193,15 +202,6 @@ class RatingFit:
     games: float
     #: True when the player won or lost everything: the ML estimate sits at the search bound
     at_bound: bool
-
-    @property
-    def pm(self) -> float:
-        return (self.upper - self.lower) / 2.0
-
-    def to_dict(self) -> dict[str, float | bool]:
-        out = asdict(self)
-        out["pm"] = self.pm
-        return out
 
 
 def fit_rating(

@@ -30,6 +30,8 @@ from typing import TextIO
 
 import chess
 
+from oneply.engine.facts.checks import gives_mate
+
 #: capture values (a king is never captured)
 PIECE_VALUE = {chess.PAWN: 1, chess.KNIGHT: 3, chess.BISHOP: 3, chess.ROOK: 5, chess.QUEEN: 9}
 
@@ -61,7 +63,7 @@ def captured_value(board: chess.Board, move: chess.Move) -> int:
 def greedy_move(board: chess.Board, rng: random.Random) -> chess.Move:
     """Mate in one, else the most valuable capture (cheapest capturer on ties), else random."""
     legal = list(board.legal_moves)
-    mates = [m for m in legal if _mates(board, m)]
+    mates = [m for m in legal if gives_mate(board, m)]
     if mates:
         return rng.choice(mates)
     captures = [(captured_value(board, m), m) for m in legal if board.is_capture(m)]
@@ -71,14 +73,6 @@ def greedy_move(board: chess.Board, rng: random.Random) -> chess.Move:
     best_moves = [m for value, m in captures if value == best]
     cheapest = min(_mover_value(board, m) for m in best_moves)
     return rng.choice([m for m in best_moves if _mover_value(board, m) == cheapest])
-
-
-def _mates(board: chess.Board, move: chess.Move) -> bool:
-    board.push(move)
-    try:
-        return board.is_checkmate()
-    finally:
-        board.pop()
 
 
 def _mover_value(board: chess.Board, move: chess.Move) -> int:

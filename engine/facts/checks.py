@@ -236,6 +236,12 @@ def _king_escapes(board: chess.Board, move: chess.Move) -> bool:
     return False
 
 
+def gives_mate(board: chess.Board, move: chess.Move) -> bool:
+    """Whether the legal `move` checkmates: the one test of a mate in one (the move policy's
+    rule, the greedy opponent's first choice, the facts)."""
+    return board.gives_check(move) and _mates(board, move)
+
+
 def _mates(board: chess.Board, move: chess.Move) -> bool:
     if _king_escapes(board, move):
         return False

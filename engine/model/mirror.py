@@ -110,6 +110,15 @@ STATE_SOURCE, STATE_MAP = _state_tables(CASTLING_FLIPPED)
 #: STATE_MAP flattened, and each position's row offset into it (one Gather in the ONNX graph)
 STATE_MAP_FLAT = STATE_MAP.reshape(-1)
 STATE_MAP_OFFSET = np.arange(STATE_LENGTH, dtype=np.int64) * VOCAB_SIZE
+#: what a model that mirrors inside itself gathers from, by the name the torch model's
+#: buffers carry (training/model/model.py; engine/model/graph.py's constants are these)
+IN_MODEL_TABLES: dict[str, np.ndarray] = {
+    "castling_bit": CASTLING_BIT,
+    "state_source": STATE_SOURCE,
+    "state_map": STATE_MAP_FLAT,
+    "state_map_offset": STATE_MAP_OFFSET,
+    "mirror_move": MIRROR_MOVE,
+}
 
 
 def flip_state(state: np.ndarray) -> np.ndarray:

@@ -82,6 +82,7 @@ import chess
 import chess.engine
 import numpy as np
 
+from oneply.engine.facts.checks import gives_mate
 from oneply.engine.model.values import sample_softmax
 from oneply.engine.play.inference import MoveScore
 from oneply.engine.play.policy_config import BY_UCI, PolicyConfig, UciOptionSpec, uci_options
@@ -169,16 +170,6 @@ def _is_draw_after(board: chess.Board, move: chess.Move) -> bool:
         return (
             board.is_stalemate() or board.is_insufficient_material() or board.halfmove_clock >= 100
         )
-    finally:
-        board.pop()
-
-
-def _gives_mate(board: chess.Board, move: chess.Move) -> bool:
-    if not board.gives_check(move):
-        return False
-    board.push(move)
-    try:
-        return board.is_checkmate()
     finally:
         board.pop()
 
@@ -380,7 +371,7 @@ class MovePolicy:
             return Decision(chess.Move.null(), 0.0, "no-legal-move")
         ranked, reasons = adjust_scores(board, scores, self.config)
         if self.config.mate_in_one:
-            mate = next((s for s in ranked if _gives_mate(board, s.move)), None)
+            mate = next((s for s in ranked if gives_mate(board, s.move)), None)
             if mate is not None:
                 return Decision(mate.move, 1.0, "mate-in-one", tuple(ranked))
         decision = (

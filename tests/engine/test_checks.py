@@ -6,25 +6,36 @@ file that reads it."""
 from __future__ import annotations
 
 import dataclasses
-import random
 
 import chess
 import numpy as np
 import pytest
 
-from oneply.engine.facts.checks import CHECK, MATE, NO_CHECK, checking_moves, enemy_checks
+from oneply.engine.facts.checks import (
+    CHECK,
+    MATE,
+    NO_CHECK,
+    checking_moves,
+    enemy_checks,
+    gives_mate,
+)
 from oneply.engine.facts.features import (
     GROUPS,
     MOVE_NAMES,
     SQUARE_NAMES,
     check_names,
     encode_facts,
-    move_facts,
     square_facts,
 )
 from oneply.engine.model.mirror import mirror_square
+from tests.helpers.boards import random_positions
 from tests.helpers.fact_versions import V9_FACTS, V13_FACTS, V14_FACTS
-from tests.helpers.move_facts import assert_spared, assert_turns_over_with_the_board
+from tests.helpers.move_facts import (
+    assert_brute_force_agrees,
+    assert_spared,
+    assert_turns_over_with_the_board,
+    values_by_san,
+)
 
 CHANNEL = SQUARE_NAMES.index("enemy_check")
 #: black to move after 1.e4 e5 2.Bc4 Nc6 3.Qh5: Qxf7 mates, Qxe5 and Bxf7 check
@@ -56,22 +67,6 @@ def brute_checks(board: chess.Board) -> np.ndarray:
     finally:
         board.pop()
     return out
-
-
-def random_positions(count: int, seed: int, plies: int = 160) -> list[chess.Board]:
-    """Positions of random games of 6 to `plies` plies (promotions, castling and mating nets
-    included; fewer plies, more middlegames)."""
-    rng, boards = random.Random(seed), []
-    while len(boards) < count:
-        board = chess.Board()
-        for _ in range(rng.randrange(6, plies)):
-            legal = list(board.legal_moves)
-            if not legal:
-                break
-            board.push(rng.choice(legal))
-        if not board.is_game_over():
-            boards.append(chess.Board(board.fen()))
-    return boards
 
 
 def squares_of(values: np.ndarray) -> dict[str, int]:
@@ -190,21 +185,12 @@ def test_checking_moves_are_every_legal_check() -> None:
 
 
 def replies_of(board: chess.Board) -> dict[str, int]:
-    moves = list(board.legal_moves)
-    values = move_facts(board, moves)[:, REPLY]
-    return {board.san(move): int(value) for move, value in zip(moves, values, strict=True)}
+    return values_by_san(board, REPLY)
 
 
 def test_reply_check_matches_the_brute_force() -> None:
     boards = random_positions(60, seed=28) + [chess.Board(f) for f in HAND_PICKED.values()]
-    found = np.zeros(3, dtype=int)
-    for board in boards:
-        before, moves = board.fen(), list(board.legal_moves)
-        values = move_facts(board, moves)[:, REPLY]
-        assert values.tolist() == [brute_reply(board, move) for move in moves], before
-        assert board.fen() == before and not board.move_stack
-        found += np.bincount(values, minlength=3)
-    assert found[NO_CHECK] > 100 and found[CHECK] > 100 and found[MATE] > 0
+    assert_brute_force_agrees(boards, REPLY, brute_reply)
 
 
 def test_reply_check_is_what_a_move_lets_the_opponent_do() -> None:
@@ -220,9 +206,22 @@ def test_reply_check_is_what_a_move_lets_the_opponent_do() -> None:
     assert set(lone_king.values()) == {NO_CHECK}  # a bare king never checks
 
 
+@pytest.mark.parametrize("fact", ["reply_check", "next_check"])
 @pytest.mark.parametrize("name", HAND_PICKED)
-def test_reply_check_turns_over_with_the_board(name: str) -> None:
-    assert_turns_over_with_the_board(chess.Board(HAND_PICKED[name]), REPLY)
+def test_the_check_move_facts_turn_over_with_the_board(name: str, fact: str) -> None:
+    assert_turns_over_with_the_board(chess.Board(HAND_PICKED[name]), MOVE_NAMES.index(fact))
+
+
+def test_gives_mate_is_a_mate_in_one() -> None:
+    boards = random_positions(40, seed=3) + [chess.Board(f) for f in HAND_PICKED.values()]
+    mates = 0
+    for board in boards:
+        for move in board.legal_moves:
+            child = board.copy()
+            child.push(move)
+            assert gives_mate(board, move) == child.is_checkmate(), (board.fen(), move)
+            mates += child.is_checkmate()
+    assert mates > 0
 
 
 def test_a_model_without_the_replies_is_spared_them() -> None:

@@ -20,7 +20,7 @@ from oneply.engine.facts.features import (
     square_facts,
     threat_bucket,
 )
-from tests.engine.test_checks import random_positions
+from tests.helpers.boards import random_positions
 from tests.helpers.fact_versions import V5_FACTS, V12_FACTS
 
 #: no pins and no promotion in the middle of an exchange: there the swap rule and the brute

@@ -22,7 +22,7 @@ from oneply.engine.facts.features import (
     threat_bucket,
 )
 from oneply.engine.facts.structure import king_flights, passer
-from tests.engine.test_checks import random_positions
+from tests.helpers.boards import random_positions
 
 BOARDS = [
     chess.Board(),

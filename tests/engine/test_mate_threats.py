@@ -4,14 +4,17 @@ made, what could the mover do to the opponent's king were the opponent to pass â
 from __future__ import annotations
 
 import chess
-import numpy as np
-import pytest
 
 from oneply.engine.facts.checks import CHECK, MATE, NO_CHECK
-from oneply.engine.facts.features import MOVE_NAMES, move_facts
-from tests.engine.test_checks import HAND_PICKED, SPECIAL_CHECKS, random_positions
+from oneply.engine.facts.features import MOVE_NAMES
+from tests.engine.test_checks import HAND_PICKED, SPECIAL_CHECKS
+from tests.helpers.boards import random_positions
 from tests.helpers.fact_versions import V14_FACTS
-from tests.helpers.move_facts import assert_spared, assert_turns_over_with_the_board
+from tests.helpers.move_facts import (
+    assert_brute_force_agrees,
+    assert_spared,
+    values_by_san,
+)
 
 NEXT = MOVE_NAMES.index("next_check")
 #: white to move after 1.e4 e5 2.Bc4 Nc6: Qh5 and Qf3 threaten Qxf7#
@@ -40,22 +43,13 @@ def brute_next(board: chess.Board, move: chess.Move) -> int:
 
 
 def threats_of(board: chess.Board) -> dict[str, int]:
-    moves = list(board.legal_moves)
-    values = move_facts(board, moves)[:, NEXT]
-    return {board.san(move): int(value) for move, value in zip(moves, values, strict=True)}
+    return values_by_san(board, NEXT)
 
 
 def test_next_check_matches_the_brute_force() -> None:
     fens = (*HAND_PICKED.values(), *SPECIAL_CHECKS.values(), SCHOLAR_WHITE)
     boards = random_positions(50, seed=1129) + [chess.Board(fen) for fen in fens]
-    found = np.zeros(3, dtype=int)
-    for board in boards:
-        before, moves = board.fen(), list(board.legal_moves)
-        values = move_facts(board, moves)[:, NEXT]
-        assert values.tolist() == [brute_next(board, move) for move in moves], before
-        assert board.fen() == before and not board.move_stack
-        found += np.bincount(values, minlength=3)
-    assert found[NO_CHECK] > 100 and found[CHECK] > 100 and found[MATE] > 0
+    assert_brute_force_agrees(boards, NEXT, brute_next)
 
 
 def test_next_check_is_what_a_player_calls_a_mating_threat() -> None:
@@ -69,11 +63,6 @@ def test_next_check_is_what_a_player_calls_a_mating_threat() -> None:
     assert back_rank["Rf1"] == NO_CHECK  # the f7 pawn closes the file
     bare = threats_of(chess.Board("4k3/8/8/8/8/8/8/4K3 w - - 0 1"))
     assert set(bare.values()) == {NO_CHECK}  # a bare king threatens nothing
-
-
-@pytest.mark.parametrize("name", HAND_PICKED)
-def test_next_check_turns_over_with_the_board(name: str) -> None:
-    assert_turns_over_with_the_board(chess.Board(HAND_PICKED[name]), NEXT)
 
 
 def test_a_model_without_the_mate_threats_is_spared_them() -> None:

@@ -11,7 +11,7 @@ import pytest
 
 from oneply.engine.facts.exchange import move_exchange, safe_moves
 from oneply.engine.facts.features import SQUARE_NAMES, group_facts, square_facts
-from tests.engine.test_checks import random_positions
+from tests.helpers.boards import random_positions
 from tests.helpers.fact_versions import V14_FACTS
 
 SAFE = SQUARE_NAMES.index("safe_moves")

@@ -262,6 +262,16 @@ def fallback_policy(warnings: list[str], **overrides) -> MovePolicy:
     return MovePolicy(plain(**settings), warn=warnings.append)
 
 
+def slow_stockfish_policy(
+    monkeypatch: pytest.MonkeyPatch, setting: str, value: str
+) -> tuple[MovePolicy, list[str]]:
+    """The fallback policy on tests/helpers' misbehaving Stockfish (`SLOW_STOCKFISH_<setting>`
+    set to `value`), and the list its warnings go to."""
+    monkeypatch.setenv(f"SLOW_STOCKFISH_{setting}", value)
+    warnings: list[str] = []
+    return fallback_policy(warnings, stockfish_path=str(SLOW_STOCKFISH)), warnings
+
+
 @pytest.mark.usefixtures("stockfish")
 def test_fallback_plays_stockfishs_choice_among_the_top_five():
     warnings: list[str] = []
@@ -314,13 +324,10 @@ def test_missing_stockfish_warns_once_and_plays_on():
 
 @pytest.mark.usefixtures("stockfish")
 def test_crashing_stockfish_warns_once_and_plays_on(monkeypatch):
-    monkeypatch.setenv("SLOW_STOCKFISH_MODE", "crash")
-    warnings: list[str] = []
-    policy = fallback_policy(warnings, stockfish_path=str(SLOW_STOCKFISH))
-    board = chess.Board(FREE_QUEEN)
+    policy, warnings = slow_stockfish_policy(monkeypatch, "MODE", "crash")
     try:
         for _ in range(2):
-            decision = policy.choose(board, won_scores(FREE_QUEEN_CANDIDATES))
+            decision = policy.choose(chess.Board(FREE_QUEEN), won_scores(FREE_QUEEN_CANDIDATES))
             assert (decision.move.uci(), decision.rule) == ("e1e2", "best")
     finally:
         policy.close()
@@ -329,9 +336,7 @@ def test_crashing_stockfish_warns_once_and_plays_on(monkeypatch):
 
 @pytest.mark.usefixtures("stockfish")
 def test_bestmove_inside_the_budget_when_stockfish_hangs(monkeypatch):
-    monkeypatch.setenv("SLOW_STOCKFISH_DELAY", "5")
-    warnings: list[str] = []
-    policy = fallback_policy(warnings, stockfish_path=str(SLOW_STOCKFISH))
+    policy, warnings = slow_stockfish_policy(monkeypatch, "DELAY", "5")
     board = chess.Board(FREE_QUEEN)
     budget = 1.5
     try:

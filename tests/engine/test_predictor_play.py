@@ -4,12 +4,14 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import chess
 import pytest
 
 from oneply.engine.model.values import expected_win
 from oneply.engine.play.inference import Scorer, encode_batch, encode_states
+from tests.helpers.model_helpers import children
 from tests.helpers.model_helpers import predictor_model as model_of
 
 MIDDLEGAME = "r1bq1rk1/pp2bppp/2n1pn2/3p4/2PP4/2N2N2/PP2BPPP/R2QKB1R w KQ - 3 8"
@@ -35,12 +37,7 @@ def test_sv_plays_the_move_that_leaves_the_opponent_worst_off(tmp_path):
     scorer = Scorer(path, threads=1)
     board = chess.Board(MIDDLEGAME)
     scores = scorer.score(board)
-    children = []
-    for move in board.legal_moves:
-        child = board.copy()
-        child.push(move)
-        children.append(child)
-    encoded = encode_states(children, facts=True)
+    encoded = encode_states(children(board), facts=True)
     states, squares = torch.from_numpy(encoded.states), torch.from_numpy(encoded.square_facts)
     with torch.no_grad():
         values = expected_win(model(states, None, "shared", squares).numpy())
@@ -130,34 +127,33 @@ def test_analyse_shows_every_legal_move_of_sv_and_bc_files(tmp_path, predictor):
     assert len(report["moves"]) == 20
 
 
-def test_uci_search_on_a_bc_file_says_so_and_plays_the_policy(tmp_path):
-    """Option Search on a bc file: an `info string` says look-ahead means nothing for move
-    probabilities, no searching `info` lines come, and a legal move is played; an sv
-    file searches as asked."""
+def _search_50_nodes(model: Path) -> list[str]:
+    """`oneply uci --model MODEL` with Search on, asked for 50 nodes from the start: its lines
+    up to its bestmove."""
     from tests.helpers.uci import RawEngine
 
-    engine = RawEngine("--model", str(_export(tmp_path, "bc")))
+    engine = RawEngine("--model", str(model))
     try:
         engine.send("setoption name Search value true")
         engine.send("position startpos")
         engine.send("go nodes 50")
-        lines = engine.read_until("bestmove", timeout=60)
+        return engine.read_until("bestmove", timeout=60)
     finally:
         engine.close()
+
+
+def test_uci_search_on_a_bc_file_says_so_and_plays_the_policy(tmp_path):
+    """Option Search on a bc file: an `info string` says look-ahead means nothing for move
+    probabilities, no searching `info` lines come, and a legal move is played; an sv
+    file searches as asked."""
+    lines = _search_50_nodes(_export(tmp_path, "bc"))
     said = [line for line in lines if line.startswith("info string Search ignored")]
     assert len(said) == 1 and "bc" in said[0] and "without search" in said[0]
     assert any(" multipv 1 " in line for line in lines)  # the one pass's lines
     assert not any(line.startswith("info depth") and " nodes 50 " in line for line in lines)
     assert chess.Move.from_uci(lines[-1].split()[1]) in chess.Board().legal_moves
 
-    sv = RawEngine("--model", str(_export(tmp_path, "sv")))
-    try:
-        sv.send("setoption name Search value true")
-        sv.send("position startpos")
-        sv.send("go nodes 50")
-        lines = sv.read_until("bestmove", timeout=60)
-    finally:
-        sv.close()
+    lines = _search_50_nodes(_export(tmp_path, "sv"))
     assert not any("Search ignored" in line for line in lines)
     assert any(line.startswith("info depth") and " nodes 50 " in line for line in lines)
 

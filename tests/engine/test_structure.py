@@ -11,7 +11,7 @@ import pytest
 
 from oneply.engine.facts.features import SQUARE_NAMES, group_facts, square_facts
 from oneply.engine.facts.structure import is_passed, king_flights, outruns_king, passer
-from tests.engine.test_checks import random_positions
+from tests.helpers.boards import random_positions
 from tests.helpers.fact_versions import V14_FACTS
 
 FLIGHTS = SQUARE_NAMES.index("king_flights")

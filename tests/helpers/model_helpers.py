@@ -13,6 +13,17 @@ from oneply.engine.model.mirror import MIRROR_MOVE
 from oneply.engine.play.inference import Scorer, encode_batch
 
 
+def children(board: chess.Board) -> list[chess.Board]:
+    """The position after each legal move, in legal-move order: what a state-value model
+    scores a move by."""
+    after = []
+    for move in board.legal_moves:
+        child = board.copy()
+        child.push(move)
+        after.append(child)
+    return after
+
+
 def torch_log_probs(model, boards: Sequence[chess.Board], layout: str = "shared"):
     """(log-probs [B, N, K], move ids [B, N]) of an ActionValueModel."""
     import torch

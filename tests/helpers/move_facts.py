@@ -3,13 +3,36 @@ that does not read it is spared it (one helper, for the `replies` and `mate_thre
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import chess
 import numpy as np
 
+from oneply.engine.facts.checks import CHECK, MATE, NO_CHECK
 from oneply.engine.facts.features import MOVE_NAMES, encode_facts, move_facts
 from oneply.engine.model.mirror import mirror_square
+
+
+def values_by_san(board: chess.Board, channel: int) -> dict[str, int]:
+    """Each legal move's value of the move fact at `channel`, by the move's SAN."""
+    moves = list(board.legal_moves)
+    values = move_facts(board, moves)[:, channel]
+    return {board.san(move): int(value) for move, value in zip(moves, values, strict=True)}
+
+
+def assert_brute_force_agrees(
+    boards: Sequence[chess.Board], channel: int, brute: Callable[[chess.Board, chess.Move], int]
+) -> None:
+    """The check fact at `channel` is `brute`'s answer for every move of every board, leaves
+    the board as it was, and takes each of its values (no check, check, mate) somewhere."""
+    found = np.zeros(3, dtype=int)
+    for board in boards:
+        before, moves = board.fen(), list(board.legal_moves)
+        values = move_facts(board, moves)[:, channel]
+        assert values.tolist() == [brute(board, move) for move in moves], before
+        assert board.fen() == before and not board.move_stack
+        found += np.bincount(values, minlength=3)
+    assert found[NO_CHECK] > 100 and found[CHECK] > 100 and found[MATE] > 0
 
 
 def assert_turns_over_with_the_board(board: chess.Board, channel: int) -> None:

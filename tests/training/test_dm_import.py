@@ -38,6 +38,7 @@ from oneply.training.model.dm_import import (  # noqa: E402
 )
 from tests.conftest import POSITION_218  # noqa: E402
 from tests.helpers import dm_reference as dm  # noqa: E402
+from tests.helpers.model_helpers import children  # noqa: E402
 
 ONE_MOVE = "k7/8/8/8/8/8/1q6/K7 w - - 0 1"
 MIDDLEGAME = "r1bq1rk1/pp2bppp/2n1pn2/3p4/2PP4/2N2N2/PP2BPPP/R2QKB1R w KQ - 3 8"
@@ -289,12 +290,8 @@ def test_imported_state_value_equals_their_forward_pass(other_policies, fen):
     """Each move scores 1 − their value of the position after it (their engine's rule)."""
     path, params = other_policies["sv"]
     board = chess.Board(fen)
-    children = []
-    for move in board.legal_moves:
-        child = board.copy()
-        child.push(move)
-        children.append(child)
-    values = dm.reference_state_values(params, NINE_M.layers, NINE_M.heads, NINE_M.width, children)
+    after = children(board)
+    values = dm.reference_state_values(params, NINE_M.layers, NINE_M.heads, NINE_M.width, after)
     expected = {m.uci(): 1.0 - v for m, v in zip(board.legal_moves, values, strict=True)}
     scorer = Scorer(path, threads=2)
     got = {s.move.uci(): s.win for s in scorer.score(board)}

@@ -3,8 +3,6 @@ clear errors when Stockfish is missing or dies."""
 
 from __future__ import annotations
 
-import random
-
 import chess
 import chess.engine
 import pytest
@@ -12,22 +10,13 @@ import pytest
 from oneply.engine.model.values import score_to_win
 from oneply.engine.stockfish import SMALL, StockfishError, StockfishStartError, open_stockfish
 from oneply.training.data.stockfish_scorer import StockfishScorer, parse_line
+from tests.helpers.boards import random_positions
 from tests.helpers.stockfish_reference import reference_values
 
 
 def _positions(count: int, seed: int = 3) -> list[chess.Board]:
-    rng = random.Random(seed)
-    boards: list[chess.Board] = []
-    while len(boards) < count:
-        board = chess.Board()
-        for _ in range(rng.randint(2, 80)):
-            moves = list(board.legal_moves)
-            if not moves:
-                break
-            board.push(rng.choice(moves))
-        if not board.is_game_over():
-            boards.append(board)
-    return boards
+    """Positions of random games of up to 80 plies."""
+    return random_positions(count, seed, plies=81)
 
 
 @pytest.mark.parametrize("limit", [chess.engine.Limit(depth=3), chess.engine.Limit(nodes=2000)])

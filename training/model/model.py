@@ -87,14 +87,7 @@ from oneply.engine.model.architecture import (
     linear_names,
     structure,
 )
-from oneply.engine.model.mirror import (
-    BLACK_TOKEN,
-    CASTLING_BIT,
-    MIRROR_MOVE,
-    STATE_MAP_FLAT,
-    STATE_MAP_OFFSET,
-    STATE_SOURCE,
-)
+from oneply.engine.model.mirror import BLACK_TOKEN, IN_MODEL_TABLES
 from oneply.engine.model.values import NUM_BINS
 from oneply.training.model import attention
 from oneply.training.model.attention import Geometry
@@ -301,13 +294,7 @@ class ActionValueModel(nn.Module):
             ):
                 self.register_buffer(name, torch.as_tensor(table), persistent=False)
         if config.mirror:
-            for name, table in (
-                ("castling_bit", CASTLING_BIT),
-                ("state_source", STATE_SOURCE),
-                ("state_map", STATE_MAP_FLAT),
-                ("state_map_offset", STATE_MAP_OFFSET),
-                ("mirror_move", MIRROR_MOVE),
-            ):
+            for name, table in IN_MODEL_TABLES.items():
                 self.register_buffer(name, torch.as_tensor(table), persistent=False)
         self.blocks = nn.ModuleList(Block(config) for _ in range(config.layers))
         self.final_ln = nn.LayerNorm(d)
