@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -36,6 +37,22 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         raise pytest.UsageError(
             "tests/tiers.py names tests that were not collected: " + ", ".join(stale)
         )
+
+
+@pytest.fixture(autouse=True)
+def one_torch_thread() -> Iterator[None]:
+    """torch on one thread in the test process, wherever a test module has imported it: the
+    tiny models run fastest so, and on two cores shared with engines, Stockfish or a second
+    worker, torch's threads wait on each other (the ONNX parity tests ran 4x slower on two).
+    Training code that sets its own threads still does; the next test is back on one."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        yield
+        return
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
 
 
 def stockfish_path() -> str:

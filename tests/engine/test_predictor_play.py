@@ -22,14 +22,6 @@ torch = pytest.importorskip("torch")
 from oneply.training.model.export import export_model  # noqa: E402
 
 
-@pytest.fixture(autouse=True)
-def one_torch_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 def test_sv_plays_the_move_that_leaves_the_opponent_worst_off(tmp_path):
     model = model_of("sv")
     path = tmp_path / "sv.onnx"

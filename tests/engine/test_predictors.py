@@ -22,17 +22,7 @@ torch = pytest.importorskip("torch")
 
 from oneply.training.model.export import export_model  # noqa: E402
 
-pytestmark = pytest.mark.usefixtures("one_torch_thread")
-
 MIDDLEGAME = "r1bq1rk1/pp2bppp/2n1pn2/3p4/2PP4/2N2N2/PP2BPPP/R2QKB1R w KQ - 3 8"
-
-
-@pytest.fixture
-def one_torch_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 def metadata(path) -> dict[str, str]:
