@@ -99,8 +99,11 @@ def test_every_published_size_maps_parameter_for_parameter(name):
     check_shapes(shapes, size)
 
 
-@pytest.mark.parametrize("fen", POSITIONS)
+@pytest.mark.parametrize("fen", (ONE_MOVE, MIDDLEGAME, PROMOTIONS))
 def test_imported_wins_equal_their_forward_pass(checkpoints, imported, fen):
+    """One move, a middlegame, black to move with promotions. (Not the 218-move position: at
+    9M parameters per_move runs the network once a move, ~12 s in JAX and onnxruntime here; the
+    per_move graph on the widest position is tests/engine/test_model.py's, on a tiny model.)"""
     _, params, _ = checkpoints
     board = chess.Board(fen)
     expected = dm.reference_wins(params, NINE_M.layers, NINE_M.heads, NINE_M.width, board)
