@@ -3,8 +3,10 @@
 On a fixed, committed set of positions (engine/data/bench_positions.txt: openings,
 middlegames, endgames and the 218-move position) it times one session run per position for
 
-* ``shared_fp32``  — the model file as shipped;
-* ``shared_int8``  — the same weights dynamically quantized (engine/model/graph.py);
+* ``shared_fp32``  — the fp32 model file (by default the bundled weights in fp32,
+  models/oneply-small-fp32.onnx);
+* ``shared_int8``  — the same weights dynamically quantized (engine/model/graph.py): for the
+  bundled weights, the file the engine plays (models/oneply-small.onnx);
 * ``per_move_fp32`` — the same weights rebuilt in the paper's layout, one 79-token sequence per
   legal move (the baseline every public port of the paper runs).
 
@@ -56,7 +58,12 @@ from oneply.engine.facts import native
 from oneply.engine.facts.encoding import encode_batch
 from oneply.engine.facts.features import GROUPS, encode_facts
 from oneply.engine.model.graph import build_model, quantize_int8, weights_of
-from oneply.engine.model.model_file import ModelFileError, add_model_argument
+from oneply.engine.model.model_file import (
+    ENV_VAR,
+    REFERENCE_MODEL,
+    ModelFileError,
+    add_model_argument,
+)
 from oneply.engine.play.inference import MoveScore, Scorer
 from oneply.engine.play.search import Limits, TreeSearch
 
@@ -180,10 +187,15 @@ def search_nps(scorer: Scorer, boards: list[chess.Board], nodes: int, batch: int
     return total_nodes / total_seconds if total_seconds > 0 else 0.0
 
 
+def search_positions(boards: list[chess.Board]) -> list[chess.Board]:
+    """SEARCH_POSITIONS boards spread through the bench set (each with a legal move)."""
+    step = max(1, len(boards) // SEARCH_POSITIONS)
+    return [b for b in boards[::step] if any(b.legal_moves)][:SEARCH_POSITIONS]
+
+
 def search_row(scorer: Scorer, boards: list[chess.Board], nodes: int) -> dict[str, Any]:
     """The search row: nps with SEARCH_BATCH leaves per call and with one."""
-    step = max(1, len(boards) // SEARCH_POSITIONS)
-    spread = [b for b in boards[::step] if any(b.legal_moves)][:SEARCH_POSITIONS]
+    spread = search_positions(boards)
     batched = search_nps(scorer, spread, nodes, SEARCH_BATCH)
     single = search_nps(scorer, spread, nodes, 1)
     python = None
@@ -199,6 +211,24 @@ def search_row(scorer: Scorer, boards: list[chess.Board], nodes: int) -> dict[st
         "nps_one_leaf": round(single, 1),
         "speedup_batched": round(batched / single, 2) if single > 0 else None,
         "nps_batched_python": python,
+    }
+
+
+def fp32_search_rows(
+    fp32: Scorer, boards: list[chess.Board], nodes: int, threads: int
+) -> dict[str, Any]:
+    """The search's nps with the fp32 weights, beside the int8 row: on the compiled core, and on
+    the Python path of the facts — the engine before the core and the int8 file, the baseline
+    the speedup is quoted against (``speedup_vs_fp32_python``)."""
+    spread = search_positions(boards)
+    fp32_nps = search_nps(fp32, spread, nodes, SEARCH_BATCH)
+    python = None
+    if native.available():
+        with native.python_path():
+            python = search_nps(_PythonPathScorer(fp32.path, threads), spread, nodes, SEARCH_BATCH)
+    return {
+        "nps_fp32": round(fp32_nps, 1),
+        "nps_fp32_python": None if python is None else round(python, 1),
     }
 
 
@@ -250,7 +280,9 @@ def bench(
     by_group: bool = False,
 ) -> dict[str, Any]:
     boards = load_positions(limit=limit)
-    base = Scorer(model, threads=threads)
+    # the bundled file is int8 (it lost the fp32 weights the variants derive from): by default
+    # bench reads the same weights in fp32, whose int8 variant is the bundled file
+    base = Scorer(model or os.environ.get(ENV_VAR) or REFERENCE_MODEL, threads=threads)
     layout = base.info.layout
     results, wins = {}, {}
     search = None
@@ -263,6 +295,8 @@ def bench(
             results[variant] = summarise(times)
             if variant == f"{layout}_int8" and search_nodes > 0:
                 search = {**search_row(scorer, boards, search_nodes), "model_variant": variant}
+        if search is not None:
+            search.update(fp32_search_rows(base, boards, search_nodes, threads))
         for variant, scorer in extra_rows(base, paths, threads):
             times, _ = time_variant(scorer, boards, variant)
             results[variant] = summarise(times)
@@ -354,10 +388,19 @@ def print_table(result: dict[str, Any]) -> None:
             )
         if search["speedup_batched"]:
             print(f"  batched speedup  {search['speedup_batched']:>8.2f}x")
+        print(f"  fp32 weights     {search['nps_fp32']:>8.1f} nps")
+        if search.get("nps_fp32_python"):
+            ratio = search["nps_batched"] / search["nps_fp32_python"]
+            print(
+                f"  fp32, python facts {search['nps_fp32_python']:>6.1f} nps "
+                f"(the engine before the core and int8: {ratio:.2f}x slower)"
+            )
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    add_model_argument(parser, "fp32 ONNX model, shared or per_move layout")
+    add_model_argument(
+        parser, "fp32 ONNX model, shared or per_move layout (bundled: its fp32 weights)"
+    )
     parser.add_argument("--threads", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--positions", type=int, default=None, help="use the first N positions")
     parser.add_argument(

@@ -13,7 +13,7 @@ import pytest
 
 from oneply.engine.facts import native
 from oneply.engine.model.graph import quantize_int8
-from oneply.engine.model.model_file import BUNDLED_MODEL
+from oneply.engine.model.model_file import BUNDLED_MODEL, REFERENCE_MODEL
 from oneply.engine.play.halves import MOVE_INPUTS, SplitError, split
 from oneply.engine.play.inference import Scorer
 from tests.conftest import POSITION_218
@@ -43,8 +43,8 @@ def _assert_same(a: list[dict], b: list[dict], tolerance: float) -> None:
 @pytest.fixture(scope="module")
 def bundled() -> tuple[Scorer, Scorer]:
     """The bundled model (18 facts, mirror) overlapped on two threads, and run whole."""
-    return Scorer(BUNDLED_MODEL, threads=2, overlap=True), Scorer(
-        BUNDLED_MODEL, threads=2, overlap=False
+    return Scorer(REFERENCE_MODEL, threads=2, overlap=True), Scorer(
+        REFERENCE_MODEL, threads=2, overlap=False
     )
 
 
@@ -96,7 +96,7 @@ def test_threads_calling_one_scorer_at_once_each_get_their_own_scores(bundled):
 def test_an_int8_file_splits_too(tmp_path, bundled):
     """The cut is read off the graph, so a quantized file (DynamicQuantizeMatMul nodes) splits
     as well; onnxruntime may fuse its ops a little differently on either side of the cut."""
-    quantize_int8(BUNDLED_MODEL, tmp_path / "int8.onnx")
+    quantize_int8(REFERENCE_MODEL, tmp_path / "int8.onnx")
     overlapped = Scorer(tmp_path / "int8.onnx", threads=2, overlap=True)
     whole = Scorer(tmp_path / "int8.onnx", threads=2, overlap=False)
     assert overlapped.overlapped
@@ -107,7 +107,7 @@ def test_an_int8_file_splits_too(tmp_path, bundled):
 
 
 def test_the_cut_gives_the_move_half_everything_of_the_state_half_it_reads():
-    model = onnx.load(str(BUNDLED_MODEL))
+    model = onnx.load(str(REFERENCE_MODEL))
     halves = split(model)
     state_reads = {name for node in halves.state.graph.node for name in node.input}
     assert not state_reads & MOVE_INPUTS

@@ -109,7 +109,9 @@ def test_time_budget_holds_with_a_slow_scorer(bundled) -> None:
     info = TreeSearch(slow).search(chess.Board(), Limits(seconds=0.6))
     elapsed = time.perf_counter() - start
     assert info.pv and slow.calls >= 2
-    assert elapsed < 0.6 + 0.02  # no call is started that would end past the budget
+    # no call is started that would end past the budget, as the last call's time predicts it:
+    # the slack is what one call can vary by on a busy machine (each sleeps 30 ms)
+    assert elapsed < 0.6 + 0.04
 
 
 # --------------------------------------------------------------------------- through UCI

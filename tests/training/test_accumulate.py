@@ -97,10 +97,10 @@ def source_model(
     "move_features", [True, False, None], ids=["features", "id-only", "bundled"]
 )
 def test_init_from_onnx_reproduces_the_model_file(tmp_path: Path, move_features) -> None:
-    from oneply.engine.model.model_file import BUNDLED_MODEL
+    from oneply.engine.model.model_file import REFERENCE_MODEL
 
-    if move_features is None:  # the shipped file as it is
-        path = BUNDLED_MODEL
+    if move_features is None:  # the shipped weights as they are (fp32: int8 cannot warm-start)
+        path = REFERENCE_MODEL
     else:
         _, path = source_model(tmp_path, move_features)
     model = warm_started(path)
@@ -389,13 +389,13 @@ def test_the_puzzle_check_agrees_with_oneply_eval() -> None:
     """The torch check of the warm-started bundled model and the onnxruntime evaluation of its
     file solve the same puzzles (a trained model: no near-ties for float noise to flip)."""
     from oneply.arena.puzzles import read_puzzles, solve_puzzles
-    from oneply.engine.model.model_file import BUNDLED_MODEL
+    from oneply.engine.model.model_file import REFERENCE_MODEL
     from oneply.training.fit.validation import TorchScorer
 
     puzzles = read_puzzles(DEV_PUZZLES, 40)
-    model = warm_started(BUNDLED_MODEL)
+    model = warm_started(REFERENCE_MODEL)
     ours = solve_puzzles(TorchScorer(model, torch.device("cpu"), "shared", False), puzzles)
-    assert ours == solve_puzzles(Scorer(BUNDLED_MODEL, threads=1), puzzles)
+    assert ours == solve_puzzles(Scorer(REFERENCE_MODEL, threads=1), puzzles)
 
 
 # --------------------------------------------------------------------------- device

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from oneply.engine.errors import CommandError
-from oneply.engine.model.model_file import REPO_ROOT
+from oneply.engine.model.model_file import REFERENCE_MODEL, REPO_ROOT
 from oneply.training.data.dataset import find_shards
 from oneply.training.fit.options import add_options, from_args
 from oneply.training.lab import campaign_rating
@@ -72,7 +72,7 @@ from oneply.training.lab.campaign_guards import (
 LATEST = "latest.onnx"
 LEDGER = "ledger.json"
 PLOT = "campaign.png"
-BUNDLED = REPO_ROOT / "models" / "oneply-small.onnx"
+BUNDLED = REFERENCE_MODEL  # the bundled weights in fp32 (the int8 file cannot warm-start)
 #: the listwise ranking loss beside HL-Gauss: it won every measure of the 500k-position table
 #: (docs/studies/table-500k.md), so the campaign trains with it
 RANK_WEIGHT = 1.0
