@@ -53,7 +53,7 @@ from oneply.training.data.dataset import DatasetError, Shard
 from oneply.training.data.score_workers import init_worker, score_boards
 from oneply.training.data.scored_games import GameSettings, Record
 from oneply.training.data.shard_publish import write_shard
-from oneply.training.data.sources import DEFAULT_DEPTH, add_scoring_arguments
+from oneply.training.data.sources import ScoringJob, add_scoring_arguments, scoring_job
 from oneply.training.data.stockfish_scorer import StockfishScorer
 from oneply.training.data.workers import run_interruptible, worker_pool
 
@@ -293,44 +293,46 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.positions.suffix.lower() == ".pgn":  # games, not positions: streamed, deduplicated
+    job = scoring_job(args)
+    if job.positions.suffix.lower() == ".pgn":  # games, not positions: streamed, deduplicated
         from oneply.training.data import pgn_annotate
 
-        return pgn_annotate.run_as("annotate", args)
+        return pgn_annotate.run_as("annotate", job)
     errors = (AnnotateError, StockfishStartError)
     resume = "finished chunks are kept; rerun to resume"
-    return run_interruptible("annotate", lambda: _run(args), errors, resume)
+    return run_interruptible("annotate", lambda: annotate_file(job), errors, resume)
 
 
-def _run(args: argparse.Namespace) -> int:
-    depth = args.depth if args.depth or args.nodes else DEFAULT_DEPTH
-    settings = Settings(args.stockfish, depth, args.nodes, args.chunk_size)
-    lines = read_positions(args.positions)
+def annotate_file(job: ScoringJob) -> int:
+    """One run: the chunks of ``job.positions`` that ``job.shard`` takes and no valid shard in
+    ``job.out`` holds yet, scored and written; the manifest rewritten before and after."""
+    settings = Settings(job.stockfish, job.depth, job.nodes, job.chunk_size)
+    lines = read_positions(job.positions)
     size = settings.chunk_size
     all_chunks = [
         Chunk(i, i * size, lines[i * size : (i + 1) * size])
         for i in range((len(lines) + size - 1) // size)
     ]
-    k, n = args.shard
+    k, n = job.shard
     mine = [c for c in all_chunks if c.index % n == k]
-    args.out.mkdir(parents=True, exist_ok=True)
-    _remove_stale_temporaries(args.out)
-    todo = [c for c in mine if finished_entry(args.out, c, settings) is None]
+    job.out.mkdir(parents=True, exist_ok=True)
+    _remove_stale_temporaries(job.out)
+    todo = [c for c in mine if finished_entry(job.out, c, settings) is None]
 
     with StockfishScorer(settings.stockfish) as probe:
         version = probe.id.get("name", "unknown")
     header = {
         "format": "oneply-annotated-v1",
-        "positions_file": str(args.positions),
+        "positions_file": str(job.positions),
         "stockfish": version,
         "limit": settings.limit_dict(),
         "multipv": "all legal moves",
         "chunk_size": size,
         "shard": f"{k}/{n}",
-        "generator": _generator_settings(args.positions),
+        "generator": _generator_settings(job.positions),
     }
-    write_manifest(args.out, header, len(all_chunks))
-    workers = min(args.workers, len(todo)) or 1
+    write_manifest(job.out, header, len(all_chunks))
+    workers = min(job.workers, len(todo)) or 1
     print(
         f"{len(mine) - len(todo)} of {len(mine)} chunks already done; annotating {len(todo)} "
         f"with {version}, {settings.limit_dict()}, {workers} worker(s)"
@@ -338,14 +340,14 @@ def _run(args: argparse.Namespace) -> int:
     total = sum(len(c.lines) for c in todo)
     started = time.monotonic()
     with tqdm(total=total, unit="pos", desc="annotate", smoothing=0.05) as bar:
-        entries = annotate_chunks(todo, settings, version, args.out, workers, bar)
+        entries = annotate_chunks(todo, settings, version, job.out, workers, bar)
     seconds = time.monotonic() - started
-    manifest = write_manifest(args.out, header, len(all_chunks))
+    manifest = write_manifest(job.out, header, len(all_chunks))
     done = sum(e["count"] for e in entries)
     values = sum(e["action_values"] for e in entries)
     print(
         f"annotated {done} positions ({values} action values) in {seconds:.1f} s: "
         f"{done / max(seconds, 1e-9):.2f} positions/s, {values / max(seconds, 1e-9):.0f} values/s; "
-        f"{args.out} now holds {manifest['positions']} positions"
+        f"{job.out} now holds {manifest['positions']} positions"
     )
     return 0

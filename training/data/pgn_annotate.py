@@ -34,10 +34,11 @@ from oneply.training.data.scored_games import GameSettings
 from oneply.training.data.shard_writer import SourceError, Writer, existing, write_manifest
 from oneply.training.data.source_loop import SourceRun, score_positions
 from oneply.training.data.sources import (
-    DEFAULT_DEPTH,
+    ScoringJob,
     add_scoring_arguments,
     rate_fields,
     run_source,
+    scoring_job,
 )
 
 SHARD_PREFIX = "pgn-"
@@ -76,29 +77,30 @@ def read_games(
             number += 1
 
 
-def run_pgn(args: argparse.Namespace, depth: int | None) -> dict[str, Any]:
-    out: Path = args.out
-    if not args.positions.is_file():
-        raise SourceError(f"{args.positions}: PGN file not found")
+def collect(job: ScoringJob) -> dict[str, Any]:
+    """One run of the source (see training/data/sources.py)."""
+    out = job.out
+    if not job.positions.is_file():
+        raise SourceError(f"{job.positions}: PGN file not found")
     out.mkdir(parents=True, exist_ok=True)
-    settings = GameSettings(depth=None if args.nodes else depth, nodes=args.nodes)
-    k, n = args.shard
-    source = {"pgn": args.positions.name, "limit": {"depth": settings.depth, "nodes": args.nodes}}
+    settings = GameSettings(depth=job.depth, nodes=job.nodes)
+    k, n = job.shard
+    source = {"pgn": job.positions.name, "limit": {"depth": settings.depth, "nodes": job.nodes}}
     keys, first_game = existing(out, f"{k}/{n}", match={"source": source})
     have = len(keys)
-    known = keys | puzzle_keys(args.exclude)
+    known = keys | puzzle_keys(job.exclude)
     writer = Writer(out, (k, n), {"source": source}, SHARD_PREFIX)
     run = SourceRun(
         writer,
         known,
-        args.workers,
-        initargs=(settings, args.stockfish, [], [], os.getpid()),
-        shard_positions=args.chunk_size,
-        bench_sample=args.bench_sample,
+        job.workers,
+        initargs=(settings, job.stockfish, [], [], os.getpid()),
+        shard_positions=job.chunk_size,
+        bench_sample=job.bench_sample,
         desc="annotate",
     )
-    totals = score_positions(run, read_games(args.positions, first_game, (k, n)))
-    manifest = {"format": "oneply-pgn-annotate-v1", "source": source, "exclude": args.exclude}
+    totals = score_positions(run, read_games(job.positions, first_game, (k, n)))
+    manifest = {"format": "oneply-pgn-annotate-v1", "source": source, "exclude": list(job.exclude)}
     write_manifest(out, {**manifest, "positions": have + totals.new})
     return {
         "positions": have + totals.new,
@@ -108,21 +110,16 @@ def run_pgn(args: argparse.Namespace, depth: int | None) -> dict[str, Any]:
     }
 
 
-def collect(args: argparse.Namespace) -> dict[str, Any]:
-    """One run of the source (see training/data/sources.py)."""
-    return run_pgn(args, args.depth if args.depth or args.nodes else DEFAULT_DEPTH)
-
-
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("positions", type=Path, metavar="GAMES.pgn", help="a PGN file of games")
     parser.add_argument("--out", type=Path, required=True, help="output directory of shards")
     add_scoring_arguments(parser, str(DEV_PUZZLES))
 
 
-def run_as(name: str, args: argparse.Namespace) -> int:
+def run_as(name: str, job: ScoringJob) -> int:
     """The source as `oneply train NAME` (``pgn``, or ``annotate`` given a .pgn file)."""
-    return run_source(name, lambda: collect(args), args.json)
+    return run_source(name, lambda: collect(job), job.json)
 
 
 def run(args: argparse.Namespace) -> int:
-    return run_as("pgn", args)
+    return run_as("pgn", scoring_job(args))

@@ -19,10 +19,11 @@ training/data/source_loop.py: a source that reads positions hands it ``(game num
 game (:func:`~oneply.training.data.source_loop.score_positions`), self-play hands it game numbers
 (:func:`~oneply.training.data.source_loop.play_games`).
 
-A new source is a module with ``SHARD_PREFIX``, ``add_arguments(parser)``, ``collect(args) ->
-dict`` (one run: a ``Writer`` and its candidate positions per game through ``score_positions``;
-:func:`rate_fields` for its numbers) and ``run(args)`` returning ``run_source(NAME, lambda:
-collect(args), args.json)``, plus its line in :data:`SOURCES` and in training/cli.py's steps.
+A new source is a module with ``SHARD_PREFIX``, ``add_arguments(parser)``, ``collect(job) ->
+dict`` (one run from its typed config, read once from the command line: a ``Writer`` and its
+candidate positions per game through ``score_positions``; :func:`rate_fields` for its numbers)
+and ``run(args)`` returning ``run_source(NAME, lambda: collect(job), job.json)``, plus its line
+in :data:`SOURCES` and in training/cli.py's steps.
 """
 
 from __future__ import annotations
@@ -31,9 +32,11 @@ import argparse
 import json
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from oneply.engine.cli import read_args
 from oneply.engine.errors import CommandError
 from oneply.engine.stockfish import LOOKUP_TEXT
 from oneply.training.data.dataset import DatasetError
@@ -128,3 +131,30 @@ def add_scoring_arguments(parser: argparse.ArgumentParser, exclude_default: str)
         default=BENCH_SAMPLE,
         help="PGN input: positions scored by Stockfish alone to measure the overhead (0: skip)",
     )
+
+
+@dataclass(frozen=True)
+class ScoringJob:
+    """One run of a file-reading source (`train annotate`, `train pgn`), read once from its
+    command line by :func:`scoring_job` (each option's help is in :func:`add_scoring_arguments`
+    and the modules' ``add_arguments``)."""
+
+    positions: Path
+    out: Path
+    #: the limit: a depth, or (``--nodes``) a node budget and no depth
+    depth: int | None
+    nodes: int | None
+    workers: int
+    chunk_size: int = DEFAULT_CHUNK_SIZE
+    shard: tuple[int, int] = (0, 1)
+    stockfish: str = ""
+    exclude: tuple[str, ...] = ()
+    json: bool = False
+    bench_sample: int = BENCH_SAMPLE
+
+
+def scoring_job(args: argparse.Namespace) -> ScoringJob:
+    """The run the parsed command line asks for: ``--nodes`` leaves no depth, and neither
+    ``--depth`` nor ``--nodes`` means depth :data:`DEFAULT_DEPTH`."""
+    depth = None if args.nodes else args.depth or DEFAULT_DEPTH
+    return read_args(ScoringJob, args, depth=depth, exclude=tuple(args.exclude))
