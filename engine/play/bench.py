@@ -65,7 +65,7 @@ from oneply.engine.model.model_file import (
     add_model_argument,
 )
 from oneply.engine.play.inference import MoveScore, Scorer
-from oneply.engine.play.search import Limits, TreeSearch
+from oneply.engine.play.search import Limits, TreeSearch, parallel_for
 
 POSITIONS_FILE = Path(__file__).parent.parent / "data" / "bench_positions.txt"
 VARIANTS = ("shared_fp32", "shared_int8", "per_move_fp32")
@@ -174,12 +174,14 @@ def facts_by_group(
     return {group: round(per_position[""] - per_position[group], 3) for group in groups}
 
 
-def search_nps(scorer: Scorer, boards: list[chess.Board], nodes: int, batch: int) -> float:
+def search_nps(
+    scorer: Scorer, boards: list[chess.Board], nodes: int, batch: int, parallel: int = 1
+) -> float:
     """Nodes per second of a fresh search of `nodes` nodes from each board, `batch` leaves
-    per forward pass."""
+    per forward pass, `parallel` passes at once."""
     total_nodes, total_seconds = 0, 0.0
     for board in tqdm(boards, desc=f"search x{batch:<5}", unit="pos", leave=False, file=sys.stderr):
-        tree = TreeSearch(scorer, batch=batch)
+        tree = TreeSearch(scorer, batch=batch, parallel=parallel)
         start = time.perf_counter()
         info = tree.search(board, Limits(nodes=nodes))
         total_seconds += time.perf_counter() - start
@@ -193,16 +195,21 @@ def search_positions(boards: list[chess.Board]) -> list[chess.Board]:
     return [b for b in boards[::step] if any(b.legal_moves)][:SEARCH_POSITIONS]
 
 
-def search_row(scorer: Scorer, boards: list[chess.Board], nodes: int) -> dict[str, Any]:
-    """The search row: nps with SEARCH_BATCH leaves per call and with one."""
+def search_row(
+    scorer: Scorer, boards: list[chess.Board], nodes: int, threads: int = 1
+) -> dict[str, Any]:
+    """The search row: nps with SEARCH_BATCH leaves per call, `parallel_for(threads)` calls at
+    once (as the UCI engine searches), and with one leaf per call, one call at a time."""
     spread = search_positions(boards)
-    batched = search_nps(scorer, spread, nodes, SEARCH_BATCH)
+    parallel = parallel_for(threads)
+    batched = search_nps(scorer, spread, nodes, SEARCH_BATCH, parallel)
     single = search_nps(scorer, spread, nodes, 1)
     python = None
     if native.available():
         with native.python_path():
-            python = round(search_nps(scorer, spread, nodes, SEARCH_BATCH), 1)
+            python = round(search_nps(scorer, spread, nodes, SEARCH_BATCH, parallel), 1)
     return {
+        "parallel": parallel,
         "model_variant": "",  # filled in by bench
         "positions": len(spread),
         "nodes_per_position": nodes,
@@ -218,10 +225,10 @@ def fp32_search_rows(
     fp32: Scorer, boards: list[chess.Board], nodes: int, threads: int
 ) -> dict[str, Any]:
     """The search's nps with the fp32 weights, beside the int8 row: on the compiled core, and on
-    the Python path of the facts — the engine before the core and the int8 file, the baseline
-    the speedup is quoted against (``speedup_vs_fp32_python``)."""
+    the Python path of the facts one call at a time — the engine before the core, the int8
+    file and the parallel calls, the baseline the speedup is quoted against."""
     spread = search_positions(boards)
-    fp32_nps = search_nps(fp32, spread, nodes, SEARCH_BATCH)
+    fp32_nps = search_nps(fp32, spread, nodes, SEARCH_BATCH, parallel_for(threads))
     python = None
     if native.available():
         with native.python_path():
@@ -294,7 +301,10 @@ def bench(
             times, wins[variant] = time_variant(scorer, boards, variant)
             results[variant] = summarise(times)
             if variant == f"{layout}_int8" and search_nodes > 0:
-                search = {**search_row(scorer, boards, search_nodes), "model_variant": variant}
+                search = {
+                    **search_row(scorer, boards, search_nodes, threads),
+                    "model_variant": variant,
+                }
         if search is not None:
             search.update(fp32_search_rows(base, boards, search_nodes, threads))
         for variant, scorer in extra_rows(base, paths, threads):
@@ -379,7 +389,10 @@ def print_table(result: dict[str, Any]) -> None:
             f"\nsearch ({search['model_variant']}, {search['positions']} positions x "
             f"{search['nodes_per_position']} nodes)"
         )
-        print(f"  {search['batch']} leaves per call {search['nps_batched']:>8.1f} nps")
+        print(
+            f"  {search['batch']} leaves per call {search['nps_batched']:>8.1f} nps "
+            f"({search.get('parallel', 1)} calls at once)"
+        )
         print(f"  1 leaf per call  {search['nps_one_leaf']:>8.1f} nps")
         if search.get("nps_batched_python"):
             print(

@@ -25,7 +25,9 @@ from __future__ import annotations
 import math
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,9 +45,17 @@ VIRTUAL_LOSS = 1.0
 WALKS_PER_NODE = 4
 #: the position node_seconds() times one batch of (a middlegame, 37 legal moves)
 _MEASURED_FEN = "r1bq1rk1/pp2bppp/2n1pn2/3p4/2PP4/2N1PN2/PP3PPP/R2QKB1R w KQ - 0 8"
+#: the most batches of leaves scored at once (`parallel_for`): more spreads the walks thin
+MAX_PARALLEL = 4
 #: nodes this close to the root get every mating move's value set to 1 when expanded (python-
 #: chess finds them: about 0.5 ms a node, so not everywhere); deeper mates are found by visits
 MATE_CHECK_DEPTH = 1
+
+
+def parallel_for(threads: int) -> int:
+    """Batches of leaves in flight for a scorer given `threads` cores: one a core (up to
+    MAX_PARALLEL), so that every core scores while the Python walks the tree."""
+    return max(1, min(threads, MAX_PARALLEL))
 
 
 @dataclass
@@ -152,8 +162,25 @@ def mating_moves(board: chess.Board, moves: list[chess.Move]) -> np.ndarray:
     return out
 
 
+@dataclass
+class _Batch:
+    """Walks whose leaves are being scored: backed up when their scores are in."""
+
+    paths: list[list[tuple[Node, int]]]
+    leaves: list[Node]
+    todo: list[Node]  # the leaves the network scores (new, not finished games)
+    submitted: float
+    scores: Future[list[list[MoveScore]]] | None = None  # None: scored when finished
+
+
 class TreeSearch:
-    """PUCT over a MoveScorer. Reuse one object per game: the tree carries over."""
+    """PUCT over a MoveScorer. Reuse one object per game: the tree carries over.
+
+    With ``parallel`` > 1, that many batches of leaves are scored at once on worker threads
+    (onnxruntime releases the GIL), each launched while the others run: the next batch is
+    walked while the network scores the last one. Batches are finished in the order they
+    were launched, so a search is as deterministic as its scorer; ``parallel`` = 1 is the
+    plain loop (walk, score, back up)."""
 
     def __init__(
         self,
@@ -164,8 +191,13 @@ class TreeSearch:
         tablebase: Any = None,
         tablebase_pieces: int = 7,
         fpu_reduction: float = 0.0,
+        parallel: int = 1,
     ) -> None:
         self.scorer, self.c_puct, self.temperature, self.batch = scorer, c_puct, temperature, batch
+        self.parallel = max(1, parallel)  # batches of leaves scored at once (worker threads)
+        self._workers: ThreadPoolExecutor | None = None
+        self._pending = 0  # leaves launched and not yet scored
+        self._finished_at = 0.0  # when the last batch's scores were applied
         self.fpu_reduction = fpu_reduction  # unvisited moves: their action value less this
         #: Syzygy tables (engine/play/books.open_tablebase) and the most pieces they are asked about
         self.tablebase, self.tablebase_pieces = tablebase, tablebase_pieces
@@ -205,9 +237,17 @@ class TreeSearch:
         return Node(board.copy())
 
     def _expand(self, leaves: list[Node], at_root: bool = False) -> None:
-        """One network call for every leaf that is not a finished game. At the root a move
-        is owed whenever one is legal: a draw by rule there (a position seen once before)
-        ends lines inside the tree, never the search."""
+        """One network call for every leaf that is not a finished game."""
+        todo = self._prepare(leaves, at_root)
+        if todo:
+            started = time.perf_counter()
+            self._apply(todo, self.scorer.score_many([n.board for n in todo]), started)
+
+    def _prepare(self, leaves: list[Node], at_root: bool = False) -> list[Node]:
+        """Mark `leaves` expanded (a walk now stops at them until their scores are in), settle
+        finished games exactly, and return the rest: what the network must score. At the root
+        a move is owed whenever one is legal: a draw by rule there (a position seen once
+        before) ends lines inside the tree, never the search."""
         todo = []
         for leaf in leaves:
             owed = at_root and any(leaf.board.legal_moves)
@@ -215,12 +255,17 @@ class TreeSearch:
             if leaf.terminal is None:
                 todo.append(leaf)
             leaf.expanded = True
-        if not todo:
-            return
-        started = time.perf_counter()
-        scored = self.scorer.score_many([n.board for n in todo])
-        self.call_seconds = time.perf_counter() - started
-        per_node = self.call_seconds / len(todo)
+        return todo
+
+    def _apply(self, todo: list[Node], scored: list[list[MoveScore]], started: float) -> None:
+        """The network's scores into the leaves, and what one evaluation cost: the call's
+        time per leaf, or with batches in flight side by side, the time since the last batch
+        finished (the throughput the time manager can count on)."""
+        finished = time.perf_counter()
+        self.call_seconds = finished - started
+        since = finished - max(started, self._finished_at) if self.parallel > 1 else None
+        self._finished_at = finished
+        per_node = (self.call_seconds if since is None else since) / len(todo)
         known = self._node_seconds
         self._node_seconds = per_node if known is None else 0.9 * known + 0.1 * per_node
         for leaf, scores in zip(todo, scored, strict=True):
@@ -297,20 +342,54 @@ class TreeSearch:
             return Info(0, 0, self.nodes, 0.0, root.value(), [])
         seldepth = 0
         reported = self._info(start, seldepth)
-        while not self._done(limits, start, reported.depth):
-            paths = [self._walk(root) for _ in range(self._batch_size(limits))]
-            self.walks += len(paths)
-            leaves = [self._leaf(root, path) for path in paths]
-            self._expand(list({id(leaf): leaf for leaf in leaves if not leaf.expanded}.values()))
-            for path, leaf in zip(paths, leaves, strict=True):
-                self._backup(path, leaf)
-                seldepth = max(seldepth, len(path))
+        in_flight: deque[_Batch] = deque()
+        while True:
+            if not self._done(limits, start, reported.depth):
+                in_flight.append(self._launch(root, limits))
+                if len(in_flight) < self.parallel:
+                    continue  # fill the pipeline before waiting for the oldest batch
+            if not in_flight:
+                break
+            batch = in_flight.popleft()
+            self._finish(batch)
+            seldepth = max([seldepth, *(len(path) for path in batch.paths)])
             info = self._info(start, seldepth)
             changed = info.depth != reported.depth or info.pv[:1] != reported.pv[:1]
             if on_info is not None and changed:
                 on_info(info)
             reported = info
         return self._info(start, seldepth)
+
+    def _launch(self, root: Node, limits: Limits) -> _Batch:
+        """Walk a batch of leaves (virtual loss keeps the walks apart) and start scoring the
+        new ones: on a worker thread when batches run side by side, else when finished."""
+        paths = [self._walk(root) for _ in range(self._batch_size(limits))]
+        self.walks += len(paths)
+        leaves = [self._leaf(root, path) for path in paths]
+        todo = self._prepare(
+            list({id(leaf): leaf for leaf in leaves if not leaf.expanded}.values())
+        )
+        batch = _Batch(paths, leaves, todo, time.perf_counter())
+        if todo and self.parallel > 1:
+            if self._workers is None:
+                self._workers = ThreadPoolExecutor(self.parallel, thread_name_prefix="search")
+            batch.scores = self._workers.submit(self.scorer.score_many, [n.board for n in todo])
+        self._pending += len(todo)
+        return batch
+
+    def _finish(self, batch: _Batch) -> None:
+        """Its scores into the tree, then every walk of the batch backed up. Batches finish in
+        launch order, so a walk that stopped at a leaf an earlier batch was scoring finds it
+        scored."""
+        self._pending -= len(batch.todo)
+        if batch.todo:
+            boards = [n.board for n in batch.todo]
+            scored = (
+                self.scorer.score_many(boards) if batch.scores is None else batch.scores.result()
+            )
+            self._apply(batch.todo, scored, batch.submitted)
+        for path, leaf in zip(batch.paths, batch.leaves, strict=True):
+            self._backup(path, leaf)
 
     def rank(
         self,
@@ -327,7 +406,7 @@ class TreeSearch:
     def _batch_size(self, limits: Limits) -> int:
         if limits.nodes is None:
             return self.batch
-        return max(1, min(self.batch, limits.nodes - self.nodes))
+        return max(1, min(self.batch, limits.nodes - self.nodes - self._pending))
 
     @staticmethod
     def _leaf(root: Node, path: list[tuple[Node, int]]) -> Node:
@@ -340,7 +419,8 @@ class TreeSearch:
         if limits.stop is not None and limits.stop.is_set():
             return True
         if limits.nodes is not None and (
-            self.nodes >= limits.nodes or self.walks >= WALKS_PER_NODE * limits.nodes
+            self.nodes + self._pending >= limits.nodes
+            or self.walks >= WALKS_PER_NODE * limits.nodes
         ):
             return True
         if limits.depth is not None and depth >= limits.depth:

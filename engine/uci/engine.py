@@ -31,7 +31,7 @@ from oneply.engine.play.fallback import Fallback
 from oneply.engine.play.inference import MoveScore, Scorer
 from oneply.engine.play.policy import MovePolicy
 from oneply.engine.play.policy_config import BY_UCI, PolicyOptionError, UciValue
-from oneply.engine.play.search import Limits, TreeSearch
+from oneply.engine.play.search import Limits, TreeSearch, parallel_for
 from oneply.engine.play.search_options import BY_NAME as SEARCH_BY_NAME
 from oneply.engine.play.search_options import SEARCH_OPTIONS, search_settings
 from oneply.engine.stockfish import find_stockfish
@@ -428,6 +428,7 @@ class UciEngine:
             self.tree = TreeSearch(
                 scorer,
                 batch=int(self.option("SearchBatch")),
+                parallel=parallel_for(int(self.option("Threads"))),
                 tablebase=self.tablebase,
                 tablebase_pieces=limit,
                 **search_settings(texts),

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import threading
 import time
 
 import chess
 import chess.engine
+import numpy as np
 import pytest
 
 from oneply.arena.puzzles import DEV_PUZZLES, Puzzle, read_puzzles, solve_puzzles
@@ -59,16 +61,59 @@ class SlowScorer:
         return scores
 
 
+@pytest.mark.parametrize("parallel", [1, 2])
 def test_the_mates_in_two_v12_missed_in_one_pass_are_found_and_proven_with_search(
-    bundled,
+    bundled, parallel: int
 ) -> None:
     puzzles = mates_missed_by_v12()
-    assert all(solve_puzzles(SearchScorer(bundled, 300), puzzles, batch=1, progress=False))
+    searcher = SearchScorer(bundled, 300, parallel=parallel)
+    assert all(solve_puzzles(searcher, puzzles, batch=1, progress=False))
     for puzzle in puzzles:  # found as a mate (exact values), not by the network's guess
         board = chess.Board(puzzle.fen)
         board.push_uci(puzzle.moves[0])
-        info = TreeSearch(bundled).search(board, Limits(nodes=300))
+        info = TreeSearch(bundled, parallel=parallel).search(board, Limits(nodes=300))
         assert info.pv[0].uci() == puzzle.moves[1] and info.mate == 2
+
+
+class OverlapScorer:
+    """A MoveScorer that records how many of its calls ran at once (each call lasts at least
+    `delay`, sleeping without the GIL, as onnxruntime runs)."""
+
+    def __init__(self, inner: Scorer, delay: float) -> None:
+        self.inner, self.delay = inner, delay
+        self.running = self.most = self.calls = 0
+        self.lock = threading.Lock()
+
+    def score_many(self, boards):
+        with self.lock:
+            self.running += 1
+            self.calls += 1
+            self.most = max(self.most, self.running)
+        try:
+            time.sleep(self.delay)
+            return self.inner.score_many(boards)
+        finally:
+            with self.lock:
+                self.running -= 1
+
+
+def test_parallel_batches_are_scored_side_by_side_and_deterministically(bundled) -> None:
+    """Two batches in flight: the next batch is walked and scored while the last is scored,
+    within the node budget, and the same search twice gives the same tree (batches finish in
+    launch order, whatever thread ends first)."""
+    board = chess.Board("r1bq1rk1/pp2bppp/2n1pn2/3p4/2PP4/2N1PN2/PP3PPP/R2QKB1R w KQ - 0 8")
+    overlap = OverlapScorer(bundled, 0.01)
+    first = TreeSearch(overlap, batch=4, parallel=2)
+    info = first.search(board, Limits(nodes=64))
+    assert overlap.most == 2 and info.nodes <= 64
+    serial = OverlapScorer(bundled, 0.01)
+    TreeSearch(serial, batch=4).search(board, Limits(nodes=64))
+    assert serial.most == 1
+    again = TreeSearch(OverlapScorer(bundled, 0.0), batch=4, parallel=2)
+    assert again.search(board, Limits(nodes=64)).pv == info.pv
+    assert first.root is not None and again.root is not None
+    assert (again.root.visits == first.root.visits).all()
+    assert np.array_equal(again.root.totals, first.root.totals)
 
 
 def test_exact_values_for_finished_games() -> None:
