@@ -9,30 +9,60 @@ from pathlib import Path
 import pytest
 
 from oneply.engine.stockfish import find_stockfish
-from tests.tiers import ENGINE_PROCESS_FIXTURES, SLOW
+from tests.tiers import ENGINE_PROCESS_FIXTURES, SERIAL, SLOW
 
 REPO = Path(__file__).resolve().parent.parent
 ENGINE_CMD = [sys.executable, "-m", "oneply.engine"]
 POSITION_218 = "3Q4/1Q4Q1/4Q3/2Q4R/Q4Q2/3Q4/1Q4Rp/1K1BBNNk w - - 0 1"
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--serial",
+        choices=("with", "skip", "only"),
+        default="with",
+        help="the tests that time themselves (tests/tiers.py SERIAL): run with the rest (the "
+        "default), leave out, or run only them. tests/run.sh runs the rest on two workers with "
+        "`--serial skip`, then these alone with `--serial only`",
+    )
+
+
+def _tier_entries(item: pytest.Item, entries: set[str]) -> list[str]:
+    """The entries of tests/tiers.py that name this test or its module."""
+    test = item.nodeid.split("[")[0]
+    return [e for e in (test, test.split("::")[0]) if e in entries]
+
+
 @pytest.hookimpl(tryfirst=True)  # before `-m` deselects by marks
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Mark the slow tier (tests/tiers.py) `slow`; where whole modules were collected, an
-    entry that names none of their tests is an error."""
-    entries = {entry: reason for reason, names in SLOW.items() for entry in names}
+    """Mark the slow tier (tests/tiers.py) `slow` and the tests that time themselves `serial`,
+    then keep what --serial asks for; where whole modules were collected, an entry that names
+    none of their tests is an error."""
+    slow = {entry for names in SLOW.values() for entry in names}
+    serial = set(SERIAL)
     used: set[str] = set()
     for item in items:
-        test = item.nodeid.split("[")[0]
-        module = test.split("::")[0]
-        named = [e for e in (test, module) if e in entries]
-        used.update(named)
+        named = _tier_entries(item, slow)
         if named or ENGINE_PROCESS_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.slow)
+        timed = _tier_entries(item, serial)
+        if timed:
+            item.add_marker(pytest.mark.serial)
+        used.update(named, timed)
+    _check_stale(config, items, (slow | serial) - used)
+    keep = config.getoption("serial")
+    if keep != "with":
+        only = keep == "only"
+        dropped = [item for item in items if only != bool(item.get_closest_marker("serial"))]
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = [item for item in items if only == bool(item.get_closest_marker("serial"))]
+
+
+def _check_stale(config: pytest.Config, items: list[pytest.Item], unused: set[str]) -> None:
     if config.option.keyword or any("::" in arg for arg in config.args):
         return  # only some tests of a module were asked for
     collected = {item.nodeid.split("::")[0] for item in items}
-    stale = sorted(e for e in entries if e.split("::")[0] in collected and e not in used)
+    stale = sorted(e for e in unused if e.split("::")[0] in collected)
     if stale:
         raise pytest.UsageError(
             "tests/tiers.py names tests that were not collected: " + ", ".join(stale)

@@ -62,4 +62,19 @@ fi
 python3 -m ruff check .
 python3 -m ruff format --check .
 bash tests/typecheck.sh
-python3 -m pytest -q "$@"
+# Two passes: everything but the tests that time themselves on two workers (pytest-xdist, a
+# test file per worker so module fixtures are built once), then those alone (tests/tiers.py
+# SERIAL). ONEPLY_TEST_WORKERS=1 runs it all in one process, as plain `pytest` does.
+workers=${ONEPLY_TEST_WORKERS:-2}
+if [ "$workers" -le 1 ]; then
+  exec python3 -m pytest -q "$@"
+fi
+status=0
+for pass in "-n $workers --dist loadfile --serial skip" "--serial only"; do
+  code=0
+  # shellcheck disable=SC2086  # $pass is several options
+  python3 -m pytest -q $pass "$@" || code=$?
+  [ "$code" -eq 5 ] && code=0  # 5: the arguments left this pass no test
+  [ "$status" -ne 0 ] || status=$code
+done
+exit "$status"

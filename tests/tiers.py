@@ -4,6 +4,8 @@ as a process, or that time something for seconds. tests/conftest.py marks them `
     bash tests/run.sh -m "not slow"   # the fast tier, after each change (a few minutes)
     bash tests/run.sh                 # everything, as CI runs it
 
+tests/run.sh runs a tier on two workers (pytest-xdist), then the SERIAL tests below alone.
+
 Each entry is a test (`path::name`, every parametrisation of it) or a whole module (`path`),
 under the reason it is slow. A test that starts `oneply uci` through the `raw_engine` fixture
 is slow without an entry. An entry that names no collected test fails the run, so a rename
@@ -112,6 +114,22 @@ ENGINE_PROCESSES = (
     "tests/engine/test_cli_tools.py::test_bench_times_each_fact_group_the_model_reads",
     "tests/bot/test_shutdown.py",
     "tests/training/test_soup.py::test_the_command_writes_a_file_the_engine_serves_and_says_what_it_holds",
+)
+
+#: tests that time themselves against the wall clock with margins (a clock budget kept, a stop
+#: answered within 250 ms, a bullet game not lost on time) that a second busy worker could eat:
+#: tests/run.sh runs them alone, after the parallel pass (conftest's --serial)
+SERIAL = (
+    "tests/engine/test_search_clock.py",
+    "tests/engine/test_search.py::test_time_budget_holds_with_a_slow_scorer",
+    "tests/engine/test_search.py::test_stop_ends_an_infinite_search_at_once_with_its_best_move",
+    "tests/engine/test_uci.py::test_full_game_against_stockfish_with_clock",
+    "tests/engine/test_uci.py::test_movetime_is_respected_and_info_is_reported",
+    "tests/engine/test_policy.py::test_bestmove_inside_the_budget_when_stockfish_hangs",
+    "tests/engine/test_policy.py::test_fallback_is_skipped_when_the_clock_is_nearly_out",
+    "tests/arena/test_match.py::test_misbehaving_engine_loses",
+    "tests/bot/test_game_loop.py::test_full_game_with_search_on_a_bullet_clock_never_loses_on_time",
+    "tests/bot/test_shutdown.py::test_second_sigterm_exits_at_once",
 )
 
 SLOW = {
