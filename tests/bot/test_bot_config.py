@@ -34,8 +34,13 @@ def _alias_bomb(levels: int) -> str:
     return "\n".join(lines) + "\n"
 
 
+#: libyaml's emitter where PyYAML has it: the pure-Python one takes seconds over the long
+#: strings below, at every collection of this module (the files are the same)
+DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+
 def _yaml(data: dict) -> str:
-    return yaml.safe_dump({"url": DEAD_URL, **data})
+    return yaml.dump({"url": DEAD_URL, **data}, Dumper=DUMPER)
 
 
 #: (id, the file's contents, a fragment the one error line must contain)
