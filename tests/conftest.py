@@ -27,6 +27,18 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """With `--serial only`, a test module that holds none of those tests is not imported (the
+    second pass of tests/run.sh collects a few modules, not the suite again)."""
+    path = collection_path
+    if config.getoption("serial") != "only" or not path.name.startswith("test_"):
+        return None
+    modules = {entry.split("::")[0] for entry in SERIAL}
+    if path.suffix != ".py" or not path.is_relative_to(REPO):
+        return None
+    return None if path.relative_to(REPO).as_posix() in modules else True
+
+
 def _tier_entries(item: pytest.Item, entries: set[str]) -> list[str]:
     """The entries of tests/tiers.py that name this test or its module."""
     test = item.nodeid.split("[")[0]
