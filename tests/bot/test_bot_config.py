@@ -226,18 +226,22 @@ def test_the_packaged_default_config_is_the_repo_config_and_all_defaults():
     assert load_config(REPO / "config.yml", env={}) == parse_config({}, env={})
 
 
-def test_init_config_writes_the_documented_defaults_and_never_overwrites(tmp_path):
-    proc = run_bot("--init-config", cwd=tmp_path)
-    assert proc.returncode == 0, proc.stderr
+def test_init_config_writes_the_documented_defaults_and_never_overwrites(
+    tmp_path, monkeypatch, capsys
+):
+    """`oneply bot --init-config` in this process (the next test runs the bot's command line)."""
+    monkeypatch.chdir(tmp_path)
+    assert cli_main(["bot", "--init-config"]) == 0, capsys.readouterr().err
     written = tmp_path / "config.yml"
     assert written.read_text() == (REPO / "config.yml").read_text()
-    assert "oneply bot --config" in proc.stdout
+    assert "oneply bot --config" in capsys.readouterr().out
     written.write_text("token: mine\n")
-    again = run_bot("--init-config", str(written), cwd=tmp_path)
-    assert again.returncode == 2 and "already exists" in again.stderr
+    assert cli_main(["bot", "--init-config", str(written)]) == 2
+    assert "already exists" in capsys.readouterr().err
     assert written.read_text() == "token: mine\n"
-    other = run_bot("--init-config", str(tmp_path / "other.yml"))
-    assert other.returncode == 0 and (tmp_path / "other.yml").is_file()
+    monkeypatch.chdir(REPO)
+    assert cli_main(["bot", "--init-config", str(tmp_path / "other.yml")]) == 0
+    assert (tmp_path / "other.yml").is_file()
 
 
 def test_missing_config_points_to_init_config(tmp_path):
