@@ -37,7 +37,7 @@ from typing import Any
 
 import chess
 
-from oneply.arena import head_to_head, match
+from oneply.arena import head_to_head, match, nodes_chain
 from oneply.arena.engines import EngineStartError
 from oneply.arena.head_to_head import HeadToHead
 from oneply.arena.ladder import UCI_ELO_MAX, UCI_ELO_MIN, append_pgn, new_pgn
@@ -324,6 +324,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "budgets: the curve grows one budget at a time)",
     )
     parser.add_argument("--curve-plot", metavar="PNG", help="plot the nodes curve here")
+    parser.add_argument(
+        "--nodes-chain-from",
+        nargs="+",
+        metavar="MATCH.json",
+        help="play nothing: the Elo-against-nodes curve from `oneply match --json` files of each "
+        "budget against the last, from the searchless engine up (arena/nodes_chain.py)",
+    )
+    parser.add_argument(
+        "--anchor",
+        type=float,
+        default=nodes_chain.BUNDLED_RATING,
+        metavar="RATING",
+        help="the searchless engine's suite rating, the chain's zero (default %(default).0f)",
+    )
     games = parser.add_argument_group("games per opponent (0 skips it)")
     for opponent in SUITE:
         games.add_argument(
@@ -365,6 +379,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from oneply.arena import strength_merge
 
+    if args.nodes_chain_from:
+        if args.model or args.merge:
+            raise CommandError("oneply strength: --nodes-chain-from takes no model or --merge", 2)
+        outputs = (args.curve_json or args.json, args.curve_plot or args.plot)
+        return nodes_chain.run(args.nodes_chain_from, args.anchor, *outputs)
     if args.merge:
         if args.model:
             raise CommandError("oneply strength: give a model file or --merge, not both", 2)

@@ -114,6 +114,7 @@ ENGINE_PROCESSES = (
     "tests/engine/test_cli_tools.py::test_bench_times_each_fact_group_the_model_reads",
     "tests/bot/test_shutdown.py",
     "tests/training/test_soup.py::test_the_command_writes_a_file_the_engine_serves_and_says_what_it_holds",
+    "tests/arena/test_nodes_chain.py::test_real_matches_form_the_chain",
 )
 
 #: tests that time themselves against the wall clock with margins (a clock budget kept, a stop
