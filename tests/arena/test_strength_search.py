@@ -121,9 +121,12 @@ def test_nodes_curve_end_to_end(tiny_onnx, tmp_path, capsys) -> None:
     assert plot.stat().st_size > 0
     table = capsys.readouterr().out
     assert "nodes  rating" in table and "greedy" in table
-    # one more budget later: the curve grows, the earlier points stay as they were
+    # one more budget later: the curve grows, the earlier points stay as they were (this run
+    # plays no games: its point is the puzzles alone, and the merge is the same)
     grown = [a if a != "1,6" else "3" for a in args]
+    grown[grown.index("--games-greedy") + 1] = "0"
     assert cli_main(grown) == 0
     merged = json.loads(curve.read_text())["points"]
     assert [p["nodes"] for p in merged] == [1, 3, 6]
     assert [merged[0], merged[2]] == points
+    assert merged[1]["opponents"] == [] and merged[1]["puzzles_argmax"] is not None
