@@ -65,7 +65,7 @@ from oneply.engine.model.model_file import (
     add_model_argument,
 )
 from oneply.engine.play.inference import MoveScore, Scorer
-from oneply.engine.play.search import Limits, TreeSearch, parallel_for
+from oneply.engine.play.search import Limits, TreeSearch, search_threads
 
 POSITIONS_FILE = Path(__file__).parent.parent / "data" / "bench_positions.txt"
 VARIANTS = ("shared_fp32", "shared_int8", "per_move_fp32")
@@ -189,6 +189,13 @@ def search_nps(
     return total_nodes / total_seconds if total_seconds > 0 else 0.0
 
 
+def _searcher(scorer: Scorer, threads: int) -> Scorer:
+    """The scorer the UCI engine's look-ahead calls for `threads` (engine/play/search.py
+    search_threads): `scorer`, or a session of its file on fewer threads a call."""
+    per_call, _ = search_threads(threads)
+    return scorer if per_call == threads else Scorer(scorer.path, threads=per_call)
+
+
 def search_positions(boards: list[chess.Board]) -> list[chess.Board]:
     """SEARCH_POSITIONS boards spread through the bench set (each with a legal move)."""
     step = max(1, len(boards) // SEARCH_POSITIONS)
@@ -201,15 +208,17 @@ def search_row(
     """The search row: nps with SEARCH_BATCH leaves per call, `parallel_for(threads)` calls at
     once (as the UCI engine searches), and with one leaf per call, one call at a time."""
     spread = search_positions(boards)
-    parallel = parallel_for(threads)
-    batched = search_nps(scorer, spread, nodes, SEARCH_BATCH, parallel)
+    per_call, parallel = search_threads(threads)
+    searcher = _searcher(scorer, threads)
+    batched = search_nps(searcher, spread, nodes, SEARCH_BATCH, parallel)
     single = search_nps(scorer, spread, nodes, 1)
     python = None
     if native.available():
         with native.python_path():
-            python = round(search_nps(scorer, spread, nodes, SEARCH_BATCH, parallel), 1)
+            python = round(search_nps(searcher, spread, nodes, SEARCH_BATCH, parallel), 1)
     return {
         "parallel": parallel,
+        "threads_per_call": per_call,
         "model_variant": "",  # filled in by bench
         "positions": len(spread),
         "nodes_per_position": nodes,
@@ -228,7 +237,8 @@ def fp32_search_rows(
     the Python path of the facts one call at a time — the engine before the core, the int8
     file and the parallel calls, the baseline the speedup is quoted against."""
     spread = search_positions(boards)
-    fp32_nps = search_nps(fp32, spread, nodes, SEARCH_BATCH, parallel_for(threads))
+    parallel = search_threads(threads)[1]
+    fp32_nps = search_nps(_searcher(fp32, threads), spread, nodes, SEARCH_BATCH, parallel)
     python = None
     if native.available():
         with native.python_path():
@@ -391,7 +401,8 @@ def print_table(result: dict[str, Any]) -> None:
         )
         print(
             f"  {search['batch']} leaves per call {search['nps_batched']:>8.1f} nps "
-            f"({search.get('parallel', 1)} calls at once)"
+            f"({search.get('parallel', 1)} calls at once, "
+            f"{search.get('threads_per_call', 1)} thread each)"
         )
         print(f"  1 leaf per call  {search['nps_one_leaf']:>8.1f} nps")
         if search.get("nps_batched_python"):

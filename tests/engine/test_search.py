@@ -13,7 +13,13 @@ import pytest
 from oneply.arena.puzzles import DEV_PUZZLES, Puzzle, read_puzzles, solve_puzzles
 from oneply.engine.play.books import open_tablebase
 from oneply.engine.play.inference import MoveScore, Scorer
-from oneply.engine.play.search import Limits, SearchScorer, TreeSearch, exact_value
+from oneply.engine.play.search import (
+    Limits,
+    SearchScorer,
+    TreeSearch,
+    exact_value,
+    search_threads,
+)
 from tests.conftest import REPO
 from tests.helpers.syzygy import SYZYGY, needs_tables
 from tests.helpers.uci import UCI_CMD, RawEngine
@@ -95,6 +101,12 @@ class OverlapScorer:
         finally:
             with self.lock:
                 self.running -= 1
+
+
+def test_cores_go_to_calls_side_by_side_one_thread_each_up_to_four() -> None:
+    assert [search_threads(n) for n in (1, 2, 3, 4, 8, 9)] == [
+        (1, 1), (1, 2), (1, 3), (1, 4), (2, 4), (2, 4),
+    ]  # fmt: skip
 
 
 def test_parallel_batches_are_scored_side_by_side_and_deterministically(bundled) -> None:
