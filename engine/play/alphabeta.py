@@ -22,7 +22,7 @@ from collections.abc import Hashable, Sequence
 import chess
 
 from oneply.engine.play.inference import MoveScore, MoveScorer
-from oneply.engine.play.search import exact_value, mating_moves
+from oneply.engine.play.tree import exact_value, mating_moves
 
 
 class _OverBudget(Exception):

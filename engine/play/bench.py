@@ -65,7 +65,7 @@ from oneply.engine.model.model_file import (
     add_model_argument,
 )
 from oneply.engine.play.inference import MoveScore, Scorer
-from oneply.engine.play.search import Limits, TreeSearch, search_threads
+from oneply.engine.play.search import Limits, TreeSearch, search_threads, searching_scorer
 
 POSITIONS_FILE = Path(__file__).parent.parent / "data" / "bench_positions.txt"
 VARIANTS = ("shared_fp32", "shared_int8", "per_move_fp32")
@@ -189,13 +189,6 @@ def search_nps(
     return total_nodes / total_seconds if total_seconds > 0 else 0.0
 
 
-def _searcher(scorer: Scorer, threads: int) -> Scorer:
-    """The scorer the UCI engine's look-ahead calls for `threads` (engine/play/search.py
-    search_threads): `scorer`, or a session of its file on fewer threads a call."""
-    per_call, _ = search_threads(threads)
-    return scorer if per_call == threads else Scorer(scorer.path, threads=per_call)
-
-
 def search_positions(boards: list[chess.Board]) -> list[chess.Board]:
     """SEARCH_POSITIONS boards spread through the bench set (each with a legal move)."""
     step = max(1, len(boards) // SEARCH_POSITIONS)
@@ -209,7 +202,7 @@ def search_row(
     once (as the UCI engine searches), and with one leaf per call, one call at a time."""
     spread = search_positions(boards)
     per_call, parallel = search_threads(threads)
-    searcher = _searcher(scorer, threads)
+    searcher = searching_scorer(scorer, threads)
     batched = search_nps(searcher, spread, nodes, SEARCH_BATCH, parallel)
     single = search_nps(scorer, spread, nodes, 1)
     python = None
@@ -238,7 +231,7 @@ def fp32_search_rows(
     file and the parallel calls, the baseline the speedup is quoted against."""
     spread = search_positions(boards)
     parallel = search_threads(threads)[1]
-    fp32_nps = search_nps(_searcher(fp32, threads), spread, nodes, SEARCH_BATCH, parallel)
+    fp32_nps = search_nps(searching_scorer(fp32, threads), spread, nodes, SEARCH_BATCH, parallel)
     python = None
     if native.available():
         with native.python_path():

@@ -14,7 +14,6 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any, TextIO
 
 import chess
@@ -32,7 +31,7 @@ from oneply.engine.play.fallback import Fallback
 from oneply.engine.play.inference import MoveScore, Scorer
 from oneply.engine.play.policy import MovePolicy
 from oneply.engine.play.policy_config import BY_UCI, PolicyOptionError, UciValue
-from oneply.engine.play.search import Limits, TreeSearch, search_threads
+from oneply.engine.play.search import Limits, TreeSearch, search_threads, searching_scorer
 from oneply.engine.play.search_options import BY_NAME as SEARCH_BY_NAME
 from oneply.engine.play.search_options import SEARCH_OPTIONS, search_settings
 from oneply.engine.stockfish import find_stockfish
@@ -88,8 +87,7 @@ class UciEngine:
         self.tablebase: Any = None  # Syzygy tables of option SyzygyPath (the look-ahead's)
         self.fallback = Fallback(find_stockfish(""))  # when inference fails
         self._loaded_with: tuple[str, int] | None = None  # (ModelFile, Threads) of `scorer`
-        #: the look-ahead's own session of the model file, with its (path, threads)
-        self._searcher: tuple[tuple[Path, int], Scorer] | None = None
+        self._tree_of: Scorer | None = None  # the model `tree` was built for
         self.debug = False
         self.options = {
             o.name.lower(): o
@@ -420,33 +418,25 @@ class UciEngine:
         )
         return False
 
-    def _search_scorer(self, scorer: Scorer, threads: int) -> Scorer:
-        """What the look-ahead calls: `scorer` itself, or with batches side by side
-        (search_threads), a session of the same file on `threads` threads, loaded once."""
-        if threads == int(self.option("Threads")):
-            return scorer
-        wanted = (scorer.path, threads)
-        if self._searcher is None or self._searcher[0] != wanted:
-            self._searcher = (wanted, Scorer(scorer.path, threads=threads))
-        return self._searcher[1]
-
     def _searched(self, board: chess.Board, limits: GoLimits, start: float) -> list[MoveScore]:
         """Option Search: the look-ahead of engine/play/search.py within `go`'s bounds (nodes,
         depth, movetime or the clock, stop) and option SearchNodes (a cap per move, so games
         under a clock can be played at a fixed budget), its moves ranked for the policy."""
         scorer = self.load_scorer()
-        per_call, parallel = search_threads(int(self.option("Threads")))
-        searcher = self._search_scorer(scorer, per_call)
-        if self.tree is None or self.tree.scorer is not searcher:
+        if self.tree is None or self._tree_of is not scorer:
             limit = int(self.option("SyzygyProbeLimit"))
             texts = {name: str(self.option(name)) for name in SEARCH_BY_NAME}
-            self.tree = TreeSearch(
-                searcher,
-                batch=int(self.option("SearchBatch")),
-                parallel=parallel,
-                tablebase=self.tablebase,
-                tablebase_pieces=limit,
-                **search_settings(texts),
+            threads = int(self.option("Threads"))
+            self.tree, self._tree_of = (
+                TreeSearch(
+                    searching_scorer(scorer, threads),
+                    batch=int(self.option("SearchBatch")),
+                    parallel=search_threads(threads)[1],
+                    tablebase=self.tablebase,
+                    tablebase_pieces=limit,
+                    **search_settings(texts),
+                ),
+                scorer,
             )
         budget_ms = limits.budget_ms(board.turn, int(self.option("Move Overhead")))
         clock = search_time(

@@ -17,9 +17,9 @@ from oneply.engine.play.search import (
     Limits,
     SearchScorer,
     TreeSearch,
-    exact_value,
     search_threads,
 )
+from oneply.engine.play.tree import exact_value
 from tests.conftest import REPO
 from tests.helpers.syzygy import SYZYGY, needs_tables
 from tests.helpers.uci import UCI_CMD, RawEngine
