@@ -291,16 +291,28 @@ Skill Level 0 and UCI_Elo levels, combined into one rating with a 95% interval.
 """
 
 
+#: the options that read earlier results instead of playing: flag, its files, what it makes
+READ_ONLY_INPUTS = (
+    (
+        "--merge",
+        "RUN.json",
+        "add up the games of earlier runs' --json files (the same model, baseline and settings, "
+        "other seeds) and rate them as one run (arena/strength_merge.py)",
+    ),
+    (
+        "--nodes-chain-from",
+        "MATCH.json",
+        "the Elo-against-nodes curve from `oneply match --json` files of each budget against "
+        "the last, from the searchless engine up (arena/nodes_chain.py)",
+    ),
+)
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     match.describe(parser, EPILOG + "Caveat: " + CAVEAT)
     parser.add_argument("model", nargs="?", help="ONNX model file")
-    parser.add_argument(
-        "--merge",
-        nargs="+",
-        metavar="RUN.json",
-        help="play nothing: add up the games of earlier runs' --json files (the same model, "
-        "baseline and settings, other seeds) and rate them as one run (arena/strength_merge.py)",
-    )
+    for flag, files, text in READ_ONLY_INPUTS:  # the modes that play nothing
+        parser.add_argument(flag, nargs="+", metavar=files, help=f"play nothing: {text}")
     parser.add_argument("--baseline", metavar="ONNX", help="also run this model and compare")
     parser.add_argument(
         "--search-nodes",
@@ -324,13 +336,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "budgets: the curve grows one budget at a time)",
     )
     parser.add_argument("--curve-plot", metavar="PNG", help="plot the nodes curve here")
-    parser.add_argument(
-        "--nodes-chain-from",
-        nargs="+",
-        metavar="MATCH.json",
-        help="play nothing: the Elo-against-nodes curve from `oneply match --json` files of each "
-        "budget against the last, from the searchless engine up (arena/nodes_chain.py)",
-    )
     parser.add_argument(
         "--anchor",
         type=float,
