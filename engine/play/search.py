@@ -279,6 +279,17 @@ class TreeSearch:
         self.nodes = self.walks = self.tbhits = 0
         if root.terminal is not None:  # a draw by rule in the kept tree: searched from here
             root.expanded = False
+        try:
+            return self._run(root, limits, start, on_info)
+        except BaseException:  # leaves whose scores never came: the next search starts afresh
+            self.root, self._pending = None, 0
+            raise
+
+    def _run(
+        self, root: Node, limits: Limits, start: float, on_info: Callable[[Info], None] | None
+    ) -> Info:
+        """The root expanded (or its kept mates refreshed), then the loop: launch batches while
+        the limits allow, finish them in launch order."""
         if root.expanded:  # kept from the last search: its mates too
             root.first = np.maximum(root.first, mating_moves(root.board, root.moves))
         else:

@@ -103,6 +103,35 @@ class OverlapScorer:
                 self.running -= 1
 
 
+class FailingOnce:
+    """A MoveScorer whose `fail_at`-th call raises (a model session that breaks mid-search)."""
+
+    def __init__(self, inner: Scorer, fail_at: int) -> None:
+        self.inner, self.fail_at, self.calls = inner, fail_at, 0
+
+    def score_many(self, boards):
+        self.calls += 1
+        if self.calls == self.fail_at:
+            raise RuntimeError("scoring failed")
+        return self.inner.score_many(boards)
+
+
+@pytest.mark.parametrize("parallel", [1, 2])
+@pytest.mark.parametrize("fail_at", [1, 4])
+def test_a_search_whose_scorer_fails_raises_and_the_next_one_starts_afresh(
+    bundled, parallel: int, fail_at: int
+) -> None:
+    """A failed call (the root's or a leaf batch's, others in flight) leaves nodes marked
+    expanded without scores: the tree is dropped, so the next search is a whole one."""
+    board = chess.Board("r1bq1rk1/pp2bppp/2n1pn2/3p4/2PP4/2N1PN2/PP3PPP/R2QKB1R w KQ - 0 8")
+    tree = TreeSearch(FailingOnce(bundled, fail_at), batch=4, parallel=parallel)
+    with pytest.raises(RuntimeError, match="scoring failed"):
+        tree.search(board, Limits(nodes=48))
+    assert tree.root is None
+    info = tree.search(board, Limits(nodes=48))
+    assert info.pv and info.pv[0] in board.legal_moves and info.nodes >= 40
+
+
 def test_cores_go_to_calls_side_by_side_one_thread_each_up_to_four() -> None:
     assert [search_threads(n) for n in (1, 2, 3, 4, 8, 9)] == [
         (1, 1), (1, 2), (1, 3), (1, 4), (2, 4), (2, 4),
