@@ -55,8 +55,8 @@ FORMAT_VERSION = "6"
 READABLE_VERSIONS = ("1", "2", "3", "4", "5", "6")
 ENV_VAR = "ONEPLY_MODEL"
 REPO_ROOT = Path(__file__).resolve().parents[2]
-#: what the engine plays by default: the bundled weights, int8 (the search gets about 1.6x the
-#: nodes of fp32 in the same time, for no measurable loss per node: docs/model.md)
+#: what the engine plays by default: the bundled weights, int8 (cheaper nodes for the search,
+#: the same play per position within noise: docs/model.md)
 BUNDLED_MODEL = REPO_ROOT / "models" / "oneply-small.onnx"
 #: the same weights in fp32: what training warm-starts from (an int8 file has lost them) and what
 #: `oneply bench` derives its variants from; BUNDLED_MODEL is `quantize_int8` of it

@@ -62,8 +62,8 @@ def parallel_for(threads: int) -> int:
 def search_threads(threads: int) -> tuple[int, int]:
     """(onnxruntime threads per call, calls at once) for a search on `threads` cores. Calls
     side by side rather than one call split across cores: a small network's call does not
-    split well (the bundled model, one position: 2.5 ms on one thread, 3.8 on two), while
-    batches side by side keep every core scoring."""
+    split well (`oneply bench` times the bundled model slower on two threads than on one),
+    while batches side by side keep every core scoring."""
     parallel = parallel_for(threads)
     return max(1, threads // parallel), parallel
 
