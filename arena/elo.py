@@ -30,6 +30,10 @@ NELO_SCALE = 800.0 / math.log(10.0)
 SCORE_EPS = 1e-6
 #: fishtest's regularisation of empty outcome bins in the SPRT (keeps the variance positive)
 SPRT_EPS = 1e-3
+#: the SPRT decides nothing before this many game pairs: with few pairs the variance is
+#: estimated from nearly empty bins, and a single pair (all its weight in one bin) would
+#: otherwise cross either bound on its own
+SPRT_MIN_PAIRS = 10
 
 
 def score_to_elo(score: float) -> float:
@@ -180,8 +184,11 @@ def sprt_llr_pentanomial(pairs: Sequence[int], elo0: float, elo1: float) -> floa
     return _llr((0.0, 0.25, 0.5, 0.75, 1.0), pairs, elo0, elo1)
 
 
-def sprt_decision(llr: float, bounds: SprtBounds) -> str | None:
-    """'H1' (elo1 accepted), 'H0' (elo0 accepted) or None (keep playing)."""
+def sprt_decision(llr: float, bounds: SprtBounds, pairs: int = SPRT_MIN_PAIRS) -> str | None:
+    """'H1' (elo1 accepted), 'H0' (elo0 accepted) or None (keep playing, as always before
+    SPRT_MIN_PAIRS game pairs)."""
+    if pairs < SPRT_MIN_PAIRS:
+        return None
     if llr >= bounds.upper:
         return "H1"
     if llr <= bounds.lower:

@@ -78,7 +78,9 @@ class Scoreboard:
 
     def sprt_decision(self) -> str | None:
         llr = self.llr()
-        return None if llr is None or self.bounds is None else elo.sprt_decision(llr, self.bounds)
+        if llr is None or self.bounds is None:
+            return None
+        return elo.sprt_decision(llr, self.bounds, sum(self.pairs()))
 
     def summary(self) -> dict[str, Any]:
         wins, draws, losses = self.wdl()

@@ -80,6 +80,18 @@ def test_empty_counts_are_harmless() -> None:
     assert elo.sprt_llr_pentanomial([0, 0, 0, 0, 0], 0, 5) == 0.0
 
 
+def test_the_sprt_waits_for_ten_pairs_before_deciding() -> None:
+    """One drawn pair (1 point) regularised alone has almost no variance: its LLR alone
+    crosses the H0 bound of [0, 50], which must not end a match after two games."""
+    bounds = elo.sprt_bounds(0.05, 0.05)
+    one_pair = elo.sprt_llr_pentanomial([0, 0, 1, 0, 0], 0.0, 50.0)
+    assert one_pair <= bounds.lower  # the degenerate estimate the minimum guards against
+    assert elo.sprt_decision(one_pair, bounds, pairs=1) is None
+    assert elo.sprt_decision(one_pair, bounds, pairs=elo.SPRT_MIN_PAIRS) == "H0"
+    ten = elo.sprt_llr_pentanomial([1, 2, 4, 2, 1], 0.0, 50.0)  # ten balanced pairs
+    assert elo.sprt_decision(ten, bounds, pairs=10) is None
+
+
 def test_draw_ratio_and_classic_los() -> None:
     assert elo.draw_ratio(3, 5, 2) == 0.5
     assert elo.los_trinomial(7, 7) == 0.5
