@@ -110,7 +110,7 @@ def test_full_game_to_checkmate_saves_pgn(server, tmp_path, scorer, caplog, stoc
 def test_full_game_with_search_on_a_bullet_clock_never_loses_on_time(
     server, tmp_path, scorer, caplog, stockfish
 ):
-    """engine.search on, 1+0 with the bot's clock running on the server: every move is
+    """engine.search on, ½+0 with the bot's clock running on the server: every move is
     searched within engine/play/clock.py's budget, which sets aside the measured cost
     of the moves to come, and the game ends on the board (once flagged at ply 372 when the
     budget ignored that cost)."""
@@ -122,10 +122,10 @@ def test_full_game_with_search_on_a_bullet_clock_never_loses_on_time(
             game_id = server.challenge(
                 color="white",
                 speed="bullet",
-                limit=60,
+                limit=30,
                 increment=0,
                 opponent=stockfish_opponent(engine),
-                clock_ms=60_000,
+                clock_ms=30_000,
                 increment_ms=0,
                 running_clock=True,
             )
