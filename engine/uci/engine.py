@@ -87,7 +87,8 @@ class UciEngine:
         self.tablebase: Any = None  # Syzygy tables of option SyzygyPath (the look-ahead's)
         self.fallback = Fallback(find_stockfish(""))  # when inference fails
         self._loaded_with: tuple[str, int] | None = None  # (ModelFile, Threads) of `scorer`
-        self._tree_of: Scorer | None = None  # the model `tree` was built for
+        #: the loaded model and what the look-ahead calls for it (searching_scorer)
+        self._search_with: tuple[Scorer, Scorer] | None = None
         self.debug = False
         self.options = {
             o.name.lower(): o
@@ -423,20 +424,19 @@ class UciEngine:
         depth, movetime or the clock, stop) and option SearchNodes (a cap per move, so games
         under a clock can be played at a fixed budget), its moves ranked for the policy."""
         scorer = self.load_scorer()
-        if self.tree is None or self._tree_of is not scorer:
+        threads = int(self.option("Threads"))
+        if self._search_with is None or self._search_with[0] is not scorer:  # kept across games
+            self._search_with = (scorer, searching_scorer(scorer, threads))
+        if self.tree is None or self.tree.scorer is not self._search_with[1]:
             limit = int(self.option("SyzygyProbeLimit"))
             texts = {name: str(self.option(name)) for name in SEARCH_BY_NAME}
-            threads = int(self.option("Threads"))
-            self.tree, self._tree_of = (
-                TreeSearch(
-                    searching_scorer(scorer, threads),
-                    batch=int(self.option("SearchBatch")),
-                    parallel=search_threads(threads)[1],
-                    tablebase=self.tablebase,
-                    tablebase_pieces=limit,
-                    **search_settings(texts),
-                ),
-                scorer,
+            self.tree = TreeSearch(
+                self._search_with[1],
+                batch=int(self.option("SearchBatch")),
+                parallel=search_threads(threads)[1],
+                tablebase=self.tablebase,
+                tablebase_pieces=limit,
+                **search_settings(texts),
             )
         budget_ms = limits.budget_ms(board.turn, int(self.option("Move Overhead")))
         clock = search_time(
